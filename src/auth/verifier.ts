@@ -1,0 +1,80 @@
+import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { Config } from '../config.js';
+import type { Principal } from './principal.js';
+
+/** Symmetric tokens are checked only against the shared secret, asymmetric ones only against the JWKS. */
+export const SYMMETRIC_ALGORITHMS = ['HS256'] as const;
+export const ASYMMETRIC_ALGORITHMS = ['RS256', 'ES256', 'EdDSA'] as const;
+
+export class AuthenticationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AuthenticationError';
+  }
+}
+
+export interface TokenVerifier {
+  verify(token: string): Promise<Principal>;
+}
+
+const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
+
+export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string | undefined }): TokenVerifier {
+  const secret = auth.jwtSecret ? new TextEncoder().encode(auth.jwtSecret) : undefined;
+  // jose caches the key set and refetches on an unknown kid (with a cooldown).
+  const jwks: JWTVerifyGetKey | undefined = auth.jwksUrl
+    ? createRemoteJWKSet(new URL(auth.jwksUrl), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000, timeoutDuration: 5_000 })
+    : undefined;
+  const common = { issuer: auth.issuer, audience: auth.audience, clockTolerance: auth.clockToleranceSeconds };
+
+  return {
+    async verify(token) {
+      let algorithm: string | undefined;
+      try {
+        algorithm = decodeProtectedHeader(token).alg;
+      } catch {
+        throw new AuthenticationError('the token is malformed');
+      }
+      let payload: JWTPayload;
+      try {
+        if (algorithm && (SYMMETRIC_ALGORITHMS as readonly string[]).includes(algorithm)) {
+          if (!secret) throw new AuthenticationError('symmetric tokens are not accepted here');
+          payload = (await jwtVerify(token, secret, { ...common, algorithms: [...SYMMETRIC_ALGORITHMS] })).payload;
+        } else if (algorithm && (ASYMMETRIC_ALGORITHMS as readonly string[]).includes(algorithm)) {
+          if (!jwks) throw new AuthenticationError('asymmetric tokens are not accepted here');
+          payload = (await jwtVerify(token, jwks, { ...common, algorithms: [...ASYMMETRIC_ALGORITHMS] })).payload;
+        } else {
+          throw new AuthenticationError(`the algorithm ${algorithm ?? '(none)'} is not allowed`);
+        }
+      } catch (error) {
+        throw toAuthenticationError(error);
+      }
+      return principalFrom(payload, auth.tenantClaim);
+    },
+  };
+}
+
+function toAuthenticationError(error: unknown): AuthenticationError {
+  if (error instanceof AuthenticationError) return error;
+  if (error instanceof joseErrors.JWTExpired) return new AuthenticationError('the token has expired');
+  if (error instanceof joseErrors.JWTClaimValidationFailed) return new AuthenticationError(`the token's ${error.claim} claim is not valid`);
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return new AuthenticationError('the token signature is not valid');
+  if (error instanceof joseErrors.JWKSNoMatchingKey) return new AuthenticationError('no key matches the token');
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) return new AuthenticationError('the token algorithm is not allowed');
+  return new AuthenticationError('the token is not valid');
+}
+
+function principalFrom(payload: JWTPayload, tenantClaim: string): Principal {
+  const tenant = payload[tenantClaim];
+  if (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)) {
+    throw new AuthenticationError(`the token has no valid ${tenantClaim} claim`);
+  }
+  const rawScope = payload.scope ?? payload.scp;
+  const scopes = Array.isArray(rawScope)
+    ? rawScope.filter((s): s is string => typeof s === 'string')
+    : typeof rawScope === 'string'
+      ? rawScope.split(/\s+/).filter(Boolean)
+      : [];
+  const subject = typeof payload.sub === 'string' && payload.sub.length > 0 ? payload.sub : undefined;
+  return { tenantId: tenant, subject, scopes: new Set(scopes) };
+}

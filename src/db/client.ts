@@ -1,0 +1,99 @@
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { sql, type SQL } from 'drizzle-orm';
+import type * as schema from './schema.js';
+
+export type Schema = typeof schema;
+/** Either driver's drizzle instance, or a transaction of it: repositories take this. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+
+/** The unprivileged role every request runs under (created by the security migration). */
+export const APP_ROLE = 'engram_app';
+
+export interface Database {
+  readonly kind: 'postgres' | 'pglite';
+  readonly db: Db;
+  /** True when the login role is not the application role, so each transaction must SET ROLE. */
+  readonly switchesRole: boolean;
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Raw `execute` results differ by driver (an array for postgres.js, `{rows}` for PGlite). */
+export function rowsOf<T>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  if (result && typeof result === 'object' && 'rows' in result && Array.isArray(result.rows)) return result.rows as T[];
+  return [];
+}
+
+export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
+  return rowsOf<T>(await db.execute(statement));
+}
+
+export class UnsafeRoleError extends Error {
+  constructor(role: string, reason: string) {
+    super(`refusing to serve requests as role "${role}": ${reason} (row-level security would not hold)`);
+    this.name = 'UnsafeRoleError';
+  }
+}
+
+/** Start-up guard: the role requests run under must be subject to row-level security. */
+export async function assertServingRoleIsSafe(database: Database): Promise<void> {
+  const rows = await query<{ rolname: string; rolsuper: boolean; rolbypassrls: boolean }>(
+    database.db,
+    sql`select rolname, rolsuper, rolbypassrls from pg_roles where rolname = ${APP_ROLE}`,
+  );
+  const role = rows[0];
+  if (!role) throw new UnsafeRoleError(APP_ROLE, 'the role does not exist (run `npm run db:migrate`)');
+  if (role.rolsuper) throw new UnsafeRoleError(APP_ROLE, 'it is a superuser');
+  if (role.rolbypassrls) throw new UnsafeRoleError(APP_ROLE, 'it has BYPASSRLS');
+  const owned = await query<{ tablename: string }>(
+    database.db,
+    sql`select tablename from pg_tables where schemaname = 'public' and tableowner = ${APP_ROLE}`,
+  );
+  if (owned.length > 0) throw new UnsafeRoleError(APP_ROLE, `it owns ${owned.map((t) => t.tablename).join(', ')}`);
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004',
+]);
+
+/** True when an error (or any error in its cause chain) means the database could not be reached. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 6; depth++) {
+    if (typeof current === 'object' && 'code' in current && UNAVAILABLE_CODES.has(String(current.code))) return true;
+    current = typeof current === 'object' && 'cause' in current ? current.cause : undefined;
+  }
+  return false;
+}
+
+/** The PostgreSQL error code (SQLSTATE) of an error or its cause, if any. */
+export function sqlState(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 6; depth++) {
+    if (typeof current === 'object' && 'code' in current && typeof current.code === 'string' && /^[0-9A-Z]{5}$/.test(current.code)) {
+      return current.code;
+    }
+    current = typeof current === 'object' && 'cause' in current ? current.cause : undefined;
+  }
+  return undefined;
+}

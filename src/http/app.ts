@@ -1,0 +1,103 @@
+import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { TokenVerifier } from '../auth/verifier.js';
+import { isDatabaseUnavailable } from '../db/client.js';
+import { ProviderOutputError, ProviderUnavailableError } from '../llm/types.js';
+import { registerMemoryRoutes } from '../memories/routes.js';
+import { registerRecallRoutes } from '../recall/routes.js';
+import { DomainError } from '../shared/errors.js';
+import type { Services } from '../shared/context.js';
+import type { AppEnv } from './env.js';
+import { authenticate, limitBody, rateLimitPerTenant, requestId } from './middleware.js';
+import { openApiDocument } from './openapi.js';
+import { problem } from './problem.js';
+
+export interface ReadinessCheck {
+  name: string;
+  check: () => Promise<void>;
+}
+
+export interface AppDependencies {
+  services: Services;
+  verifier: TokenVerifier;
+  readiness?: ReadinessCheck[];
+  /** Extra route groups (extraction, jobs, admin) registered by the modules that own them. */
+  extraRoutes?: Array<(app: Hono<AppEnv>) => void>;
+}
+
+const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*'];
+
+/** The whole HTTP surface, without listening: main.ts serves it, tests call app.request(). */
+export function buildApp(deps: AppDependencies): Hono<AppEnv> {
+  const { services } = deps;
+  const app = new Hono<AppEnv>();
+
+  app.use('*', requestId());
+  app.use('*', limitBody(services.config.http.maxBodyBytes));
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    const checks: ReadinessCheck[] = [{ name: 'database', check: () => services.database.ping() }, ...(deps.readiness ?? [])];
+    const results = await Promise.all(
+      checks.map(async ({ name, check }) => {
+        try {
+          await withTimeout(check(), 2000);
+          return [name, 'ok'] as const;
+        } catch {
+          return [name, 'unavailable'] as const;
+        }
+      }),
+    );
+    const ready = results.every(([, state]) => state === 'ok');
+    return c.json({ status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results) }, ready ? 200 : 503);
+  });
+  app.get('/openapi.json', (c) => c.json(openApiDocument()));
+
+  for (const prefix of PROTECTED_PREFIXES) {
+    app.use(prefix, authenticate(deps.verifier));
+    app.use(prefix, rateLimitPerTenant(services.config.http.rateLimitPerMinute));
+  }
+
+  registerRecallRoutes(app, services);
+  registerMemoryRoutes(app, services);
+  for (const register of deps.extraRoutes ?? []) register(app);
+
+  app.notFound((c) => problem(c, new DomainError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.onError((error, c) => problem(c, toDomainError(error, services, c.get('requestId'))));
+  return app;
+}
+
+function toDomainError(error: unknown, services: Services, requestId: string | undefined): DomainError {
+  if (error instanceof DomainError) return error;
+  if (error instanceof HTTPException) {
+    if (error.status === 413) return new DomainError('payload_too_large', 'the body is too large');
+    if (error.status === 400) return new DomainError('malformed_json', error.message || 'the request is malformed');
+  }
+  if (isDatabaseUnavailable(error)) {
+    services.logger.warn({ requestId, err: errorSummary(error) }, 'database unavailable');
+    return new DomainError('unavailable', 'the database is unavailable; retry later', { retryAfterSeconds: 5 });
+  }
+  if (error instanceof ProviderUnavailableError || error instanceof ProviderOutputError) {
+    services.logger.warn({ requestId, code: error.code }, 'model provider unavailable');
+    return new DomainError('unavailable', 'the embedding provider is unavailable; retry later', { retryAfterSeconds: 5 });
+  }
+  services.logger.error({ requestId, err: errorSummary(error) }, 'unhandled error');
+  return new DomainError('internal', 'an internal error occurred; the request id identifies it in the logs');
+}
+
+/** Name, code and stack, never a message that might quote request data. */
+function errorSummary(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { type: typeof error };
+  const code = 'code' in error ? (error as { code?: unknown }).code : undefined;
+  return { name: error.name, code, stack: error.stack?.split('\n').slice(1, 6).join('\n') };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timed out')), ms);
+    }),
+  ]);
+}

@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { TokenVerifier } from '../auth/verifier.js';
+import { AuthenticationError } from '../auth/verifier.js';
+import { DomainError } from '../shared/errors.js';
+import { problem } from './problem.js';
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
+
+/** Echoes a caller's X-Request-Id when it is sane, else generates one. */
+export function requestId(): MiddlewareHandler {
+  return async (c, next) => {
+    const incoming = c.req.header('x-request-id');
+    const id = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    c.set('requestId', id);
+    c.header('X-Request-Id', id);
+    await next();
+    c.res.headers.set('X-Request-Id', id);
+  };
+}
+
+export function limitBody(maxBytes: number): MiddlewareHandler {
+  return bodyLimit({
+    maxSize: maxBytes,
+    onError: (c) => problem(c, new DomainError('payload_too_large', `the body exceeds ${maxBytes} bytes`)),
+  });
+}
+
+export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
+  return async (c, next) => {
+    const header = c.req.header('authorization');
+    const match = header ? /^Bearer\s+([A-Za-z0-9._~+\/=-]+)\s*$/i.exec(header) : null;
+    if (!match) throw new DomainError('unauthorized', header ? 'the Authorization header must be "Bearer <token>"' : 'a bearer token is required');
+    try {
+      c.set('principal', await verifier.verify(match[1]!));
+    } catch (error) {
+      if (error instanceof AuthenticationError) throw new DomainError('unauthorized', error.message);
+      throw error;
+    }
+    await next();
+  };
+}
+
+/** A fixed one-minute window per tenant, per process: a guard against runaway agents, not billing. */
+export function rateLimitPerTenant(perMinute: number): MiddlewareHandler {
+  const windows = new Map<string, { start: number; count: number }>();
+  return async (c, next) => {
+    if (perMinute <= 0) return next();
+    const tenant = c.get('principal').tenantId;
+    const now = Date.now();
+    const windowStart = now - (now % 60_000);
+    let window = windows.get(tenant);
+    if (!window || window.start !== windowStart) {
+      if (windows.size > 10_000) windows.clear();
+      window = { start: windowStart, count: 0 };
+      windows.set(tenant, window);
+    }
+    window.count += 1;
+    if (window.count > perMinute) {
+      const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + 60_000 - now) / 1000));
+      throw new DomainError('rate_limited', `more than ${perMinute} requests this minute for this tenant`, { retryAfterSeconds });
+    }
+    return next();
+  };
+}

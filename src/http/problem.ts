@@ -1,0 +1,65 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { DomainError, type ErrorCode, type FieldError } from '../shared/errors.js';
+
+const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
+  validation_failed: 400,
+  malformed_json: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  idempotency_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+};
+
+const TITLE: Record<ErrorCode, string> = {
+  validation_failed: 'Invalid request',
+  malformed_json: 'Malformed JSON',
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  not_found: 'Not found',
+  conflict: 'Conflict',
+  idempotency_conflict: 'Idempotency key reused with another body',
+  payload_too_large: 'Payload too large',
+  unsupported_media_type: 'Unsupported media type',
+  rate_limited: 'Too many requests',
+  internal: 'Internal error',
+  unavailable: 'Service unavailable',
+};
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  request_id: string;
+  errors?: FieldError[];
+}
+
+export function statusOf(code: ErrorCode): ContentfulStatusCode {
+  return STATUS[code];
+}
+
+/** Renders an RFC 9457 problem; the only place an error becomes an HTTP response. */
+export function problem(c: Context, error: DomainError): Response {
+  const status = STATUS[error.code];
+  const body: ProblemBody = {
+    type: `https://engram.dev/problems/${error.code.replaceAll('_', '-')}`,
+    title: TITLE[error.code],
+    status,
+    detail: error.message,
+    code: error.code,
+    request_id: c.get('requestId') ?? '',
+  };
+  if (error.details.errors?.length) body.errors = error.details.errors;
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
+  if (error.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="engram", error="invalid_token"';
+  if (error.details.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.details.retryAfterSeconds);
+  return c.body(JSON.stringify(body), status, headers);
+}

@@ -1,0 +1,47 @@
+/**
+ * Provider interfaces. The OpenAI-compatible implementations and the offline ones both satisfy
+ * them, so the pipeline and recall never know which is running.
+ */
+
+/** What a job (or request) spent on model calls; providers add to it as they go. */
+export interface Usage {
+  llmCalls: number;
+  embeddingCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export function emptyUsage(): Usage {
+  return { llmCalls: 0, embeddingCalls: 0, promptTokens: 0, completionTokens: 0 };
+}
+
+export interface Embedder {
+  /** e.g. "openai:text-embedding-3-small" or "offline:lexical". */
+  readonly name: string;
+  readonly dimensions: number;
+  /** One vector per text, in order, each `dimensions` long and L2-normalised. */
+  embed(texts: readonly string[], usage?: Usage): Promise<number[][]>;
+}
+
+/** A provider failure the caller may retry (timeout, 429, 5xx, unreachable). */
+export class ProviderUnavailableError extends Error {
+  readonly retryable = true;
+  constructor(
+    readonly code: 'llm_timeout' | 'llm_rate_limited' | 'llm_unavailable' | 'embedding_unavailable',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ProviderUnavailableError';
+  }
+}
+
+/** The model answered, but not with what was asked for (after the allowed correction retry). */
+export class ProviderOutputError extends Error {
+  readonly retryable = true;
+  readonly code = 'llm_invalid_output';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProviderOutputError';
+  }
+}

@@ -1,0 +1,199 @@
+import { and, asc, desc, eq, inArray, isNull, lt, or, gt, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { erasures, memories, memoryEvents, type MemoryMetadata } from '../db/schema.js';
+import type { MemoryFields } from './schemas.js';
+
+/** Every column a client may see; the embedding and search vector stay in the database. */
+export const memoryColumns = {
+  id: memories.id,
+  userId: memories.userId,
+  agentId: memories.agentId,
+  runId: memories.runId,
+  content: memories.content,
+  importance: memories.importance,
+  category: memories.category,
+  metadata: memories.metadata,
+  occurredAt: memories.occurredAt,
+  createdAt: memories.createdAt,
+  updatedAt: memories.updatedAt,
+  validTo: memories.validTo,
+  expiresAt: memories.expiresAt,
+};
+
+export interface NewMemoryRow {
+  id?: string;
+  tenantId: string;
+  userId: string;
+  agentId: string | null;
+  runId: string | null;
+  content: string;
+  contentHash: string;
+  embedding: number[];
+  importance: number;
+  category: string | null;
+  metadata: MemoryMetadata;
+  occurredAt: Date;
+  expiresAt: Date | null;
+  createdAt: Date;
+  sourceJobId?: string | null;
+  source?: { messageIndexes?: number[] } | null;
+}
+
+export type MemoryEventType = 'ADD' | 'UPDATE' | 'SUPERSEDE' | 'DELETE';
+
+export interface NewMemoryEvent {
+  tenantId: string;
+  memoryId: string;
+  userId: string;
+  event: MemoryEventType;
+  oldContent: string | null;
+  newContent: string | null;
+  jobId: string | null;
+  actor: string;
+}
+
+/**
+ * Inserts rows, skipping any whose normalised content is already a current memory of the user
+ * (the partial unique index decides, so concurrent writers cannot duplicate a fact).
+ */
+export async function insertMemoriesSkippingDuplicates(tx: Db, rows: NewMemoryRow[]): Promise<Array<MemoryFields & { contentHash: string }>> {
+  if (rows.length === 0) return [];
+  return tx
+    .insert(memories)
+    .values(rows.map((row) => ({ ...row, updatedAt: row.createdAt, sourceJobId: row.sourceJobId ?? null, source: row.source ?? null })))
+    .onConflictDoNothing({
+      target: [memories.tenantId, memories.userId, memories.contentHash],
+      where: isNull(memories.validTo),
+    })
+    .returning({ ...memoryColumns, contentHash: memories.contentHash });
+}
+
+export async function findCurrentByHashes(
+  tx: Db,
+  tenantId: string,
+  userId: string,
+  hashes: string[],
+): Promise<Array<MemoryFields & { contentHash: string }>> {
+  if (hashes.length === 0) return [];
+  return tx
+    .select({ ...memoryColumns, contentHash: memories.contentHash })
+    .from(memories)
+    .where(and(eq(memories.tenantId, tenantId), eq(memories.userId, userId), isNull(memories.validTo), inArray(memories.contentHash, hashes)));
+}
+
+/** One memory by id; with `userId`, only if it is that user's. */
+export async function findMemory(tx: Db, tenantId: string, id: string, userId?: string): Promise<MemoryFields | undefined> {
+  const [row] = await tx
+    .select(memoryColumns)
+    .from(memories)
+    .where(and(eq(memories.tenantId, tenantId), eq(memories.id, id), userId === undefined ? undefined : eq(memories.userId, userId)))
+    .limit(1);
+  return row;
+}
+
+export interface ListPage {
+  tenantId: string;
+  userId: string;
+  limit: number;
+  after?: { createdAt: Date; id: string } | undefined;
+  includeSuperseded: boolean;
+}
+
+/** Newest created_at first, then id ascending; keyset pagination, so pages never skip or repeat. */
+export async function listMemories(tx: Db, page: ListPage): Promise<MemoryFields[]> {
+  const after = page.after;
+  return tx
+    .select(memoryColumns)
+    .from(memories)
+    .where(
+      and(
+        eq(memories.tenantId, page.tenantId),
+        eq(memories.userId, page.userId),
+        page.includeSuperseded ? undefined : isNull(memories.validTo),
+        after ? or(lt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), gt(memories.id, after.id))) : undefined,
+      ),
+    )
+    .orderBy(desc(memories.createdAt), asc(memories.id))
+    .limit(page.limit);
+}
+
+export interface MemoryChanges {
+  content?: string;
+  contentHash?: string;
+  embedding?: number[];
+  importance?: number;
+  category?: string | null;
+  metadata?: MemoryMetadata;
+}
+
+export async function updateMemory(tx: Db, tenantId: string, id: string, changes: MemoryChanges, now: Date): Promise<MemoryFields | undefined> {
+  const [row] = await tx
+    .update(memories)
+    .set({ ...changes, updatedAt: now })
+    .where(and(eq(memories.tenantId, tenantId), eq(memories.id, id)))
+    .returning(memoryColumns);
+  return row;
+}
+
+/** Marks current memories as no longer valid; returns the ids that were current. */
+export async function supersedeMemories(tx: Db, tenantId: string, ids: string[], at: Date, supersededBy: string | null): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await tx
+    .update(memories)
+    .set({ validTo: at, supersededBy, updatedAt: at })
+    .where(and(eq(memories.tenantId, tenantId), inArray(memories.id, ids), isNull(memories.validTo)))
+    .returning({ id: memories.id });
+  return rows.map((r) => r.id);
+}
+
+/** Deletes memories (and so forgets them): only ids that are the user's, when a user is given. */
+export async function deleteMemories(tx: Db, tenantId: string, ids: string[], userId?: string): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await tx
+    .delete(memories)
+    .where(and(eq(memories.tenantId, tenantId), inArray(memories.id, ids), userId === undefined ? undefined : eq(memories.userId, userId)))
+    .returning({ id: memories.id });
+  return rows.map((r) => r.id);
+}
+
+export async function deleteEventsOfMemories(tx: Db, tenantId: string, memoryIds: string[]): Promise<number> {
+  if (memoryIds.length === 0) return 0;
+  const rows = await tx
+    .delete(memoryEvents)
+    .where(and(eq(memoryEvents.tenantId, tenantId), inArray(memoryEvents.memoryId, memoryIds)))
+    .returning({ id: memoryEvents.id });
+  return rows.length;
+}
+
+export async function insertEvents(tx: Db, events: NewMemoryEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await tx.insert(memoryEvents).values(events);
+}
+
+export async function listEvents(tx: Db, tenantId: string, memoryId: string) {
+  return tx
+    .select({
+      event: memoryEvents.event,
+      oldContent: memoryEvents.oldContent,
+      newContent: memoryEvents.newContent,
+      jobId: memoryEvents.jobId,
+      actor: memoryEvents.actor,
+      createdAt: memoryEvents.createdAt,
+    })
+    .from(memoryEvents)
+    .where(and(eq(memoryEvents.tenantId, tenantId), eq(memoryEvents.memoryId, memoryId)))
+    .orderBy(asc(memoryEvents.createdAt), asc(memoryEvents.id));
+}
+
+export async function insertErasureReceipt(
+  tx: Db,
+  receipt: { tenantId: string; subjectHash: string; scope: 'user' | 'memories'; counts: Record<string, number>; createdAt: Date },
+): Promise<string> {
+  const [row] = await tx.insert(erasures).values(receipt).returning({ id: erasures.id });
+  return row!.id;
+}
+
+/** Locks one user's memory set for the rest of the transaction (resolve-and-apply, erasure). */
+export async function lockUser(tx: Db, tenantId: string, userId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${tenantId} || chr(31) || ${userId}, 0))`);
+}

@@ -1,0 +1,147 @@
+import { SCOPES, requireScope, resolveUserId, visibleUser } from '../auth/principal.js';
+import { withTenant } from '../db/tenant.js';
+import { sqlState } from '../db/client.js';
+import { contentHash } from '../extraction/normalise.js';
+import { DomainError, notFound, validationFailed } from '../shared/errors.js';
+import type { RequestContext } from '../shared/context.js';
+import * as repo from './repository.js';
+import { toMemoryDto, type AddMemoriesBody, type ListMemoriesQuery, type MemoryDto, type PatchMemoryBody } from './schemas.js';
+
+const DEFAULT_IMPORTANCE = 5;
+
+export function actorOf(ctx: RequestContext): string {
+  return ctx.principal.subject ? `user:${ctx.principal.subject}` : 'service';
+}
+
+/** Direct add: stored as given (no LLM), one ADD event each, answered in input order. */
+export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): Promise<MemoryDto[]> {
+  requireScope(ctx.principal, SCOPES.write);
+  const { tenantId } = ctx.principal;
+  const userId = resolveUserId(ctx.principal, body.user_id);
+  const now = ctx.services.clock();
+  const embeddings = await ctx.services.embedder.embed(body.memories.map((m) => m.content));
+  const rows: repo.NewMemoryRow[] = body.memories.map((m, index) => ({
+    tenantId,
+    userId,
+    agentId: body.agent_id ?? null,
+    runId: body.run_id ?? null,
+    content: m.content,
+    contentHash: contentHash(m.content),
+    embedding: embeddings[index]!,
+    importance: m.importance ?? DEFAULT_IMPORTANCE,
+    category: m.category ?? null,
+    metadata: m.metadata ?? {},
+    occurredAt: m.occurred_at ? new Date(m.occurred_at) : now,
+    expiresAt: m.expires_at ? new Date(m.expires_at) : null,
+    createdAt: now,
+  }));
+  return withTenant(ctx.services.database, tenantId, async (tx) => {
+    const inserted = await repo.insertMemoriesSkippingDuplicates(tx, rows);
+    await repo.insertEvents(
+      tx,
+      inserted.map((m) => ({ tenantId, memoryId: m.id, userId, event: 'ADD', oldContent: null, newContent: m.content, jobId: null, actor: actorOf(ctx) })),
+    );
+    // A fact the user already holds is not stored twice: the existing memory answers for it.
+    const byHash = new Map(inserted.map((m) => [m.contentHash, m]));
+    const missing = [...new Set(rows.map((r) => r.contentHash).filter((h) => !byHash.has(h)))];
+    for (const existing of await repo.findCurrentByHashes(tx, tenantId, userId, missing)) byHash.set(existing.contentHash, existing);
+    return rows.map((row) => {
+      const memory = byHash.get(row.contentHash);
+      if (!memory) throw new DomainError('conflict', 'a concurrent change removed a memory while it was being added; retry');
+      return toMemoryDto(memory);
+    });
+  });
+}
+
+interface Cursor {
+  createdAt: Date;
+  id: string;
+}
+
+function encodeCursor(memory: { createdAt: Date; id: string }): string {
+  return Buffer.from(JSON.stringify([memory.createdAt.toISOString(), memory.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): Cursor {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
+    const date = new Date(createdAt);
+    if (Number.isNaN(date.getTime()) || typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id)) throw new Error('bad cursor');
+    return { createdAt: date, id };
+  } catch {
+    throw validationFailed('the cursor is not valid', [{ path: '/cursor', message: 'not a cursor this service issued' }]);
+  }
+}
+
+export async function listMemories(ctx: RequestContext, query: ListMemoriesQuery): Promise<{ memories: MemoryDto[]; next_cursor: string | null }> {
+  requireScope(ctx.principal, SCOPES.read);
+  const userId = resolveUserId(ctx.principal, query.user_id);
+  const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+  const rows = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
+    repo.listMemories(tx, { tenantId: ctx.principal.tenantId, userId, limit: query.limit + 1, after, includeSuperseded: query.include_superseded }),
+  );
+  const page = rows.slice(0, query.limit);
+  const last = page[page.length - 1];
+  return { memories: page.map(toMemoryDto), next_cursor: rows.length > query.limit && last ? encodeCursor(last) : null };
+}
+
+export async function getMemory(ctx: RequestContext, id: string): Promise<MemoryDto> {
+  requireScope(ctx.principal, SCOPES.read);
+  const row = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
+    repo.findMemory(tx, ctx.principal.tenantId, id, visibleUser(ctx.principal)),
+  );
+  if (!row) throw notFound('memory');
+  return toMemoryDto(row);
+}
+
+/** Edits in place (no supersession) and records an UPDATE event with the old and new content. */
+export async function patchMemory(ctx: RequestContext, id: string, body: PatchMemoryBody): Promise<MemoryDto> {
+  requireScope(ctx.principal, SCOPES.write);
+  const { tenantId } = ctx.principal;
+  const embedding = body.content !== undefined ? (await ctx.services.embedder.embed([body.content]))[0] : undefined;
+  const now = ctx.services.clock();
+  try {
+    return await withTenant(ctx.services.database, tenantId, async (tx) => {
+      const current = await repo.findMemory(tx, tenantId, id, visibleUser(ctx.principal));
+      if (!current) throw notFound('memory');
+      const changes: repo.MemoryChanges = {};
+      if (body.content !== undefined && body.content !== current.content) {
+        changes.content = body.content;
+        changes.contentHash = contentHash(body.content);
+        changes.embedding = embedding!;
+      }
+      if (body.importance !== undefined) changes.importance = body.importance;
+      if (body.category !== undefined) changes.category = body.category;
+      if (body.metadata !== undefined) changes.metadata = body.metadata;
+      const updated = await repo.updateMemory(tx, tenantId, id, changes, now);
+      if (!updated) throw notFound('memory');
+      await repo.insertEvents(tx, [
+        { tenantId, memoryId: id, userId: current.userId, event: 'UPDATE', oldContent: current.content, newContent: updated.content, jobId: null, actor: actorOf(ctx) },
+      ]);
+      return toMemoryDto(updated);
+    });
+  } catch (error) {
+    if (sqlState(error) === '23505') throw new DomainError('conflict', 'the user already holds a current memory with this content');
+    throw error;
+  }
+}
+
+export async function getHistory(ctx: RequestContext, id: string) {
+  requireScope(ctx.principal, SCOPES.read);
+  const { tenantId } = ctx.principal;
+  const events = await withTenant(ctx.services.database, tenantId, async (tx) => {
+    const memory = await repo.findMemory(tx, tenantId, id, visibleUser(ctx.principal));
+    if (!memory) throw notFound('memory');
+    return repo.listEvents(tx, tenantId, id);
+  });
+  return {
+    events: events.map((e) => ({
+      event: e.event,
+      old_content: e.oldContent,
+      new_content: e.newContent,
+      job_id: e.jobId,
+      actor: e.actor,
+      created_at: e.createdAt.toISOString(),
+    })),
+  };
+}

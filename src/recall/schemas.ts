@@ -1,0 +1,23 @@
+import { z } from 'zod';
+import { category, idText, isoDateTime, metadataObject } from '../memories/schemas.js';
+
+const weight = z.number().refine(Number.isFinite, 'must be a finite number');
+
+export const recallBody = z.strictObject({
+  user_id: idText.optional(),
+  query: z.string().min(1).max(8000).refine((q) => q.trim().length > 0, 'must not be blank'),
+  limit: z.number().int().min(1).max(100).default(10),
+  weights: z.strictObject({ recency: weight.optional(), importance: weight.optional(), relevance: weight.optional() }).optional(),
+  recency_half_life_hours: z.number().positive().max(1_000_000).optional(),
+  filters: z
+    .strictObject({
+      agent_id: idText.optional(),
+      run_id: idText.optional(),
+      categories: z.array(category).min(1).max(100).optional(),
+      metadata: metadataObject.optional(),
+    })
+    .optional(),
+  as_of: isoDateTime.optional(),
+  min_score: z.number().min(0).max(1).optional(),
+});
+export type RecallBody = z.output<typeof recallBody>;

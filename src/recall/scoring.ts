@@ -1,0 +1,127 @@
+/**
+ * Recall's scoring core: pure functions, no I/O. Every component is in [0, 1] before weighting, so
+ * the final score is in [0, 1] too and `min_score` means the same thing for every request.
+ */
+
+export interface RecallWeights {
+  recency: number;
+  importance: number;
+  relevance: number;
+}
+
+export const DEFAULT_WEIGHTS: Readonly<RecallWeights> = Object.freeze({
+  recency: 0.3,
+  importance: 0.2,
+  relevance: 0.5,
+});
+
+export interface ComponentScores {
+  recency: number;
+  importance: number;
+  relevance: number;
+}
+
+export interface RankableCandidate {
+  id: string;
+  /** 1–10. */
+  importance: number;
+  occurredAt: Date;
+  /** Already in [0, 1] (see relevanceFromCosine). */
+  relevance: number;
+}
+
+export interface RankOptions {
+  weights: RecallWeights;
+  halfLifeHours: number;
+  now: Date;
+  minScore?: number;
+  limit: number;
+}
+
+export type Ranked<T> = T & { score: number; scores: ComponentScores };
+
+export class InvalidWeightsError extends Error {
+  readonly code = 'invalid_weights';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidWeightsError';
+  }
+}
+
+const WEIGHT_KEYS = ['recency', 'importance', 'relevance'] as const;
+const MS_PER_HOUR = 3_600_000;
+
+/** NaN counts as 0, so one bad input cannot poison the sort. */
+function clamp01(value: number): number {
+  if (!(value > 0)) return 0;
+  return value > 1 ? 1 : value;
+}
+
+/**
+ * The contract's rule: a weights object replaces the defaults whole, a missing key is 0; a
+ * negative or non-finite weight, or all three 0, is refused.
+ */
+export function validateWeights(weights: Partial<RecallWeights>): RecallWeights {
+  const result: RecallWeights = { recency: 0, importance: 0, relevance: 0 };
+  for (const key of WEIGHT_KEYS) {
+    const value = weights[key] ?? 0;
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      throw new InvalidWeightsError(`weights.${key} must be a finite number`);
+    }
+    if (value < 0) throw new InvalidWeightsError(`weights.${key} must not be negative`);
+    result[key] = value;
+  }
+  if (result.recency + result.importance + result.relevance === 0) {
+    throw new InvalidWeightsError('at least one weight must be greater than 0');
+  }
+  return result;
+}
+
+/** 1 at the moment it occurred, 0.5 one half-life later; a future `occurred_at` counts as now. */
+export function recencyScore(occurredAt: Date, now: Date, halfLifeHours: number): number {
+  if (!(halfLifeHours > 0) || !Number.isFinite(halfLifeHours)) {
+    throw new RangeError(`halfLifeHours must be a positive finite number, got ${halfLifeHours}`);
+  }
+  const ageHours = Math.max(0, (now.getTime() - occurredAt.getTime()) / MS_PER_HOUR);
+  return Math.exp((-Math.LN2 * ageHours) / halfLifeHours);
+}
+
+/** Importance 1–10 onto [0, 1]. */
+export function importanceScore(importance: number): number {
+  return clamp01((importance - 1) / 9);
+}
+
+/**
+ * Cosine similarity onto [0, 1]. A fixed mapping rather than min-max over the candidate set, so a
+ * score means the same across requests and a lone weak candidate is not promoted to 1.
+ * Anti-correlated vectors carry no more relevance than orthogonal ones, hence the floor at 0.
+ */
+export function relevanceFromCosine(cosine: number): number {
+  return clamp01(cosine);
+}
+
+/**
+ * Scores, filters and orders candidates: best first, ties by `id` ascending (code-unit order, not
+ * locale order, so the same request always gives the same list).
+ */
+export function rankCandidates<T extends RankableCandidate>(candidates: readonly T[], opts: RankOptions): Array<Ranked<T>> {
+  const weights = validateWeights(opts.weights);
+  const total = weights.recency + weights.importance + weights.relevance;
+  const minScore = opts.minScore;
+  const limit = Math.max(0, Math.floor(opts.limit));
+
+  const ranked: Array<Ranked<T>> = [];
+  for (const candidate of candidates) {
+    const scores: ComponentScores = {
+      recency: recencyScore(candidate.occurredAt, opts.now, opts.halfLifeHours),
+      importance: importanceScore(candidate.importance),
+      relevance: clamp01(candidate.relevance),
+    };
+    const score =
+      (weights.recency * scores.recency + weights.importance * scores.importance + weights.relevance * scores.relevance) / 1;
+    if (minScore !== undefined && score < minScore) continue;
+    ranked.push({ ...candidate, score, scores });
+  }
+  ranked.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return ranked.length > limit ? ranked.slice(0, limit) : ranked;
+}

@@ -1,0 +1,22 @@
+import type { Config } from '../config.js';
+import type { Database } from '../db/client.js';
+import type { Embedder } from '../llm/types.js';
+import type { Principal } from '../auth/principal.js';
+import type { Logger } from 'pino';
+
+/** Long-lived dependencies, built once in main.ts (or by a test) and passed to every use case. */
+export interface Services {
+  config: Config;
+  database: Database;
+  embedder: Embedder;
+  clock: () => Date;
+  logger: Logger;
+  /** Called after a user's data is erased, to drop their queued jobs outside the database too. */
+  onUserErased?: (tenantId: string, jobIds: string[]) => Promise<void>;
+}
+
+/** What a use case needs for one request: the services and who is asking. */
+export interface RequestContext {
+  services: Services;
+  principal: Principal;
+}

@@ -1,0 +1,4 @@
+/** Where the suite's services live; scripts/test-services.sh brings them up. */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/engram_test';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+export const TEST_JWT_SECRET = 'engram-test-secret-0123456789-abcdefghijklmnop';

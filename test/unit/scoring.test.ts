@@ -1,0 +1,221 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_WEIGHTS,
+  InvalidWeightsError,
+  importanceScore,
+  rankCandidates,
+  recencyScore,
+  relevanceFromCosine,
+  validateWeights,
+} from '../../src/recall/scoring.js';
+
+const NOW = new Date('2024-06-01T00:00:00Z');
+const hoursAgo = (hours: number) => new Date(NOW.getTime() - hours * 3_600_000);
+
+describe('recencyScore', () => {
+  it('is 1 at age 0, 0.5 after one half-life and 0.25 after two', () => {
+    expect(recencyScore(NOW, NOW, 24)).toBe(1);
+    expect(recencyScore(hoursAgo(24), NOW, 24)).toBeCloseTo(0.5, 12);
+    expect(recencyScore(hoursAgo(48), NOW, 24)).toBeCloseTo(0.25, 12);
+  });
+
+  it('scales with the half-life', () => {
+    expect(recencyScore(hoursAgo(720), NOW, 720)).toBeCloseTo(0.5, 12);
+    expect(recencyScore(hoursAgo(720), NOW, 240)).toBeCloseTo(0.125, 12);
+  });
+
+  it('clamps a future occurred_at to 1 rather than above it', () => {
+    expect(recencyScore(new Date(NOW.getTime() + 86_400_000), NOW, 24)).toBe(1);
+  });
+
+  it('decreases strictly with age', () => {
+    expect(recencyScore(hoursAgo(1), NOW, 720)).toBeGreaterThan(recencyScore(hoursAgo(2), NOW, 720));
+  });
+
+  it('refuses a half-life that is not positive', () => {
+    expect(() => recencyScore(NOW, NOW, 0)).toThrow(RangeError);
+    expect(() => recencyScore(NOW, NOW, -5)).toThrow(RangeError);
+    expect(() => recencyScore(NOW, NOW, Number.NaN)).toThrow(RangeError);
+  });
+});
+
+describe('importanceScore', () => {
+  it('maps 1..10 linearly onto 0..1', () => {
+    expect(importanceScore(1)).toBe(0);
+    expect(importanceScore(10)).toBe(1);
+    expect(importanceScore(5.5)).toBeCloseTo(0.5, 12);
+    expect(importanceScore(4)).toBeCloseTo(1 / 3, 12);
+  });
+
+  it('clamps values outside 1..10', () => {
+    expect(importanceScore(0)).toBe(0);
+    expect(importanceScore(-3)).toBe(0);
+    expect(importanceScore(12)).toBe(1);
+  });
+});
+
+describe('relevanceFromCosine', () => {
+  it('keeps [0, 1] as is and floors negative similarity at 0', () => {
+    expect(relevanceFromCosine(0.73)).toBe(0.73);
+    expect(relevanceFromCosine(0)).toBe(0);
+    expect(relevanceFromCosine(-0.4)).toBe(0);
+    expect(relevanceFromCosine(-1)).toBe(0);
+  });
+
+  it('caps rounding overshoot at 1 and treats NaN as no relevance', () => {
+    expect(relevanceFromCosine(1.0000000002)).toBe(1);
+    expect(relevanceFromCosine(Number.NaN)).toBe(0);
+  });
+});
+
+describe('validateWeights', () => {
+  it('treats a missing key as 0 instead of falling back to the default', () => {
+    expect(validateWeights({ relevance: 1 })).toEqual({ recency: 0, importance: 0, relevance: 1 });
+    expect(validateWeights({ recency: 2, importance: 1 })).toEqual({ recency: 2, importance: 1, relevance: 0 });
+  });
+
+  it('accepts the defaults unchanged', () => {
+    expect(validateWeights(DEFAULT_WEIGHTS)).toEqual({ recency: 0.3, importance: 0.2, relevance: 0.5 });
+  });
+
+  it('refuses a negative weight, naming it', () => {
+    expect(() => validateWeights({ recency: -0.1, relevance: 1 })).toThrow(InvalidWeightsError);
+    expect(() => validateWeights({ recency: -0.1, relevance: 1 })).toThrow(/recency/);
+  });
+
+  it('refuses non-finite weights', () => {
+    expect(() => validateWeights({ importance: Number.POSITIVE_INFINITY })).toThrow(InvalidWeightsError);
+    expect(() => validateWeights({ relevance: Number.NaN, recency: 1 })).toThrow(/relevance/);
+  });
+
+  it('refuses all-zero and empty weights', () => {
+    expect(() => validateWeights({ recency: 0, importance: 0, relevance: 0 })).toThrow(InvalidWeightsError);
+    expect(() => validateWeights({})).toThrow(InvalidWeightsError);
+  });
+
+  it('carries a code for the HTTP layer to map', () => {
+    try {
+      validateWeights({});
+      expect.unreachable('validateWeights({}) should throw');
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidWeightsError);
+      expect((error as InvalidWeightsError).code).toBe('invalid_weights');
+    }
+  });
+});
+
+describe('rankCandidates', () => {
+  const base = { weights: DEFAULT_WEIGHTS, halfLifeHours: 720, now: NOW, limit: 10 };
+
+  it('computes the weighted mean of the components and reports each component', () => {
+    const [only] = rankCandidates([{ id: 'a', importance: 10, occurredAt: hoursAgo(720), relevance: 0.4 }], base);
+    expect(only).toBeDefined();
+    expect(only!.scores.recency).toBeCloseTo(0.5, 12);
+    expect(only!.scores.importance).toBe(1);
+    expect(only!.scores.relevance).toBe(0.4);
+    // (0.3·0.5 + 0.2·1 + 0.5·0.4) / 1.0
+    expect(only!.score).toBeCloseTo(0.55, 12);
+  });
+
+  it('divides by the sum of the weights, so scaling every weight changes nothing', () => {
+    const candidate = { id: 'a', importance: 7, occurredAt: hoursAgo(100), relevance: 0.6 };
+    const [one] = rankCandidates([candidate], base);
+    const [ten] = rankCandidates([candidate], { ...base, weights: { recency: 3, importance: 2, relevance: 5 } });
+    expect(ten!.score).toBeCloseTo(one!.score, 12);
+  });
+
+  it('keeps the candidate fields on the result', () => {
+    const [only] = rankCandidates(
+      [{ id: 'a', importance: 5, occurredAt: NOW, relevance: 0.5, content: 'likes tea' }],
+      base,
+    );
+    expect(only!.content).toBe('likes tea');
+    expect(only!.id).toBe('a');
+  });
+
+  it('breaks ties by id ascending in code-unit order, whatever the input order', () => {
+    const same = { importance: 5, occurredAt: hoursAgo(10), relevance: 0.5 };
+    const input = [
+      { id: 'b', ...same },
+      { id: 'B', ...same },
+      { id: 'a', ...same },
+      { id: 'a0', ...same },
+    ];
+    expect(rankCandidates(input, base).map((c) => c.id)).toEqual(['B', 'a', 'a0', 'b']);
+    expect(rankCandidates([...input].reverse(), base).map((c) => c.id)).toEqual(['B', 'a', 'a0', 'b']);
+  });
+
+  it('drops candidates below minScore and keeps those exactly at it', () => {
+    const weights = { recency: 0, importance: 0, relevance: 1 };
+    const input = [
+      { id: 'low', importance: 5, occurredAt: NOW, relevance: 0.2 },
+      { id: 'edge', importance: 5, occurredAt: NOW, relevance: 0.5 },
+      { id: 'high', importance: 5, occurredAt: NOW, relevance: 0.9 },
+    ];
+    expect(rankCandidates(input, { ...base, weights, minScore: 0.5 }).map((c) => c.id)).toEqual(['high', 'edge']);
+    expect(rankCandidates(input, { ...base, weights }).map((c) => c.id)).toEqual(['high', 'edge', 'low']);
+  });
+
+  it('returns at most limit, the best ones', () => {
+    const input = Array.from({ length: 20 }, (_, i) => ({
+      id: `m${String(i).padStart(2, '0')}`,
+      importance: 5,
+      occurredAt: NOW,
+      relevance: i / 20,
+    }));
+    const ranked = rankCandidates(input, { ...base, limit: 3 });
+    expect(ranked.map((c) => c.id)).toEqual(['m19', 'm18', 'm17']);
+    expect(rankCandidates(input, { ...base, limit: 0 })).toEqual([]);
+  });
+
+  it('applies minScore before limit', () => {
+    const weights = { recency: 0, importance: 0, relevance: 1 };
+    const input = [
+      { id: 'a', importance: 5, occurredAt: NOW, relevance: 0.9 },
+      { id: 'b', importance: 5, occurredAt: NOW, relevance: 0.1 },
+      { id: 'c', importance: 5, occurredAt: NOW, relevance: 0.8 },
+    ];
+    expect(rankCandidates(input, { ...base, weights, minScore: 0.5, limit: 5 }).map((c) => c.id)).toEqual(['a', 'c']);
+  });
+
+  it('relevance-only and recency-only weightings reverse an old-but-relevant vs new-but-vague pair', () => {
+    const input = [
+      { id: 'old-relevant', importance: 5, occurredAt: hoursAgo(24 * 365), relevance: 0.95 },
+      { id: 'new-vague', importance: 5, occurredAt: hoursAgo(1), relevance: 0.05 },
+      { id: 'middle', importance: 5, occurredAt: hoursAgo(24 * 30), relevance: 0.5 },
+    ];
+    const byRelevance = rankCandidates(input, { ...base, weights: { recency: 0, importance: 0, relevance: 1 } });
+    const byRecency = rankCandidates(input, { ...base, weights: { recency: 1, importance: 0, relevance: 0 } });
+    expect(byRelevance.map((c) => c.id)).toEqual(['old-relevant', 'middle', 'new-vague']);
+    expect(byRecency.map((c) => c.id)).toEqual(['new-vague', 'middle', 'old-relevant']);
+  });
+
+  it('importance-only weighting follows importance', () => {
+    const input = [
+      { id: 'x', importance: 2, occurredAt: NOW, relevance: 1 },
+      { id: 'y', importance: 9, occurredAt: hoursAgo(10_000), relevance: 0 },
+    ];
+    const ranked = rankCandidates(input, { ...base, weights: { recency: 0, importance: 1, relevance: 0 } });
+    expect(ranked.map((c) => c.id)).toEqual(['y', 'x']);
+  });
+
+  it('refuses invalid weights with InvalidWeightsError', () => {
+    const input = [{ id: 'a', importance: 5, occurredAt: NOW, relevance: 0.5 }];
+    expect(() => rankCandidates(input, { ...base, weights: { recency: 0, importance: 0, relevance: 0 } })).toThrow(
+      InvalidWeightsError,
+    );
+    expect(() => rankCandidates(input, { ...base, weights: { recency: -1, importance: 1, relevance: 1 } })).toThrow(
+      InvalidWeightsError,
+    );
+  });
+
+  it('does not reorder or mutate its input', () => {
+    const input = [
+      { id: 'b', importance: 1, occurredAt: NOW, relevance: 0.1 },
+      { id: 'a', importance: 10, occurredAt: NOW, relevance: 0.9 },
+    ];
+    rankCandidates(input, base);
+    expect(input.map((c) => c.id)).toEqual(['b', 'a']);
+    expect(input[0]).not.toHaveProperty('score');
+  });
+});
