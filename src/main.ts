@@ -13,6 +13,7 @@ try {
 try {
   const runtime = await createRuntime(config);
   const { logger } = runtime.services;
+  if (config.worker === 'inline') runtime.startWorker();
   const server = serve({ fetch: runtime.app.fetch, port: config.port, hostname: config.host }, (info) => {
     const base = `http://${config.host}:${info.port}`;
     logger.info(
@@ -21,6 +22,9 @@ try {
         openapi: `${base}/openapi.json`,
         database: runtime.services.database.kind,
         embeddings: runtime.services.embedder.name,
+        extraction: `${runtime.providers.extractor.name} + ${runtime.providers.resolver.name}`,
+        queue: runtime.queue.kind,
+        worker: config.worker,
       },
       'engram listening',
     );

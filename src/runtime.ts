@@ -4,16 +4,26 @@ import { resolveJwtSecret } from './auth/dev-secret.js';
 import { createTokenVerifier } from './auth/verifier.js';
 import type { Database } from './db/client.js';
 import { openDatabase, prepareDatabase } from './db/open.js';
-import { buildApp } from './http/app.js';
-import { createEmbedder } from './llm/embedders.js';
+import { processJob, type PipelineDeps } from './extraction/pipeline.js';
+import { createProviders, type Providers } from './extraction/providers.js';
+import { registerExtractionRoutes } from './extraction/routes.js';
+import { buildApp, type ReadinessCheck } from './http/app.js';
+import { BullJobQueue } from './queue/bullmq.js';
+import { DatabaseJobQueue } from './queue/database.js';
+import type { JobQueue } from './queue/types.js';
 import type { Services } from './shared/context.js';
 
 export interface Runtime {
   config: Config;
   services: Services;
+  providers: Providers;
+  queue: JobQueue;
+  pipeline: PipelineDeps;
   app: ReturnType<typeof buildApp>;
   /** Where a generated development secret lives, when one is in use. */
   devSecretFile: string | undefined;
+  /** Starts the extraction worker in this process (WORKER=inline, or the worker entry). */
+  startWorker(): void;
   close(): Promise<void>;
 }
 
@@ -21,9 +31,16 @@ export interface RuntimeOptions {
   logger?: Logger;
   database?: Database;
   clock?: () => Date;
+  providers?: Partial<Providers>;
 }
 
-/** Builds every long-lived part once; main.ts serves it and tests drive it in-process. */
+/** BullMQ when Redis is configured, else the database-backed runner; both over the same job rows. */
+export function createQueue(config: Config, database: Database, logger: Logger): JobQueue {
+  if (config.redisUrl) return new BullJobQueue({ config, database, logger });
+  return new DatabaseJobQueue({ config, database, logger });
+}
+
+/** Builds every long-lived part once; main.ts and the worker entry run it, tests drive it in-process. */
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const database = options.database ?? (await openDatabase(config));
@@ -35,20 +52,35 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   }
   const { secret, generatedAt } = resolveJwtSecret(config);
   const verifier = createTokenVerifier({ ...config.auth, jwtSecret: secret });
+  const providers: Providers = { ...createProviders(config.llm), ...options.providers };
+  const queue = createQueue(config, database, logger);
   const services: Services = {
     config,
     database,
-    embedder: createEmbedder(config.llm),
+    embedder: providers.embedder,
     clock: options.clock ?? (() => new Date()),
     logger,
+    onUserErased: (tenantId, jobIds) => queue.remove(jobIds.map((jobId) => ({ tenantId, jobId }))),
   };
-  const app = buildApp({ services, verifier });
+  const pipeline: PipelineDeps = { config, database, logger, ...providers };
+  const readiness: ReadinessCheck[] = config.redisUrl ? [{ name: 'redis', check: () => queue.ping() }] : [];
+  const app = buildApp({ services, verifier, readiness, extraRoutes: [(a) => registerExtractionRoutes(a, services, queue)] });
+  let workerStarted = false;
   return {
     config,
     services,
+    providers,
+    queue,
+    pipeline,
     app,
     devSecretFile: generatedAt,
+    startWorker() {
+      if (workerStarted) return;
+      workerStarted = true;
+      queue.startWorker((ref) => processJob(pipeline, ref));
+    },
     async close() {
+      await queue.close();
       if (!options.database) await database.close();
     },
   };

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, lt, or, gt, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
+import { rowsOf, type Db } from '../db/client.js';
 import { erasures, memories, memoryEvents, type MemoryMetadata } from '../db/schema.js';
 import type { MemoryFields } from './schemas.js';
 
@@ -196,4 +196,54 @@ export async function insertErasureReceipt(
 /** Locks one user's memory set for the rest of the transaction (resolve-and-apply, erasure). */
 export async function lockUser(tx: Db, tenantId: string, userId: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${tenantId} || chr(31) || ${userId}, 0))`);
+}
+
+export interface SimilarMemory {
+  queryIndex: number;
+  id: string;
+  content: string;
+  occurredAt: Date;
+  importance: number;
+  category: string | null;
+  similarity: number;
+}
+
+/**
+ * For each query vector, the user's `k` most similar current memories (exact cosine over the
+ * user's rows, one LATERAL scan per query, all in one statement).
+ */
+export async function findSimilarCurrent(tx: Db, tenantId: string, userId: string, vectors: number[][], k: number): Promise<SimilarMemory[]> {
+  if (vectors.length === 0) return [];
+  const values = sql.join(
+    vectors.map((v, i) => sql`(${i}::int, ${`[${v.join(',')}]`}::vector)`),
+    sql`, `,
+  );
+  const rows = rowsOf<{ query_index: number; id: string; content: string; occurred_at: Date | string; importance: number; category: string | null; similarity: number | string }>(
+    await tx.execute(sql`
+      select q.query_index, m.id, m.content, m.occurred_at, m.importance, m.category, 1 - m.distance as similarity
+      from (values ${values}) as q(query_index, embedding)
+      cross join lateral (
+        select id, content, occurred_at, importance, category, embedding <=> q.embedding as distance
+        from memories
+        where tenant_id = ${tenantId} and user_id = ${userId} and valid_to is null
+          and vector_dims(embedding) = vector_dims(q.embedding)
+        order by distance, id
+        limit ${k}
+      ) m
+      order by q.query_index, m.distance, m.id
+    `),
+  );
+  return rows.map((r) => ({
+    queryIndex: Number(r.query_index),
+    id: r.id,
+    content: r.content,
+    occurredAt: r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at),
+    importance: Number(r.importance),
+    category: r.category,
+    similarity: Number(r.similarity),
+  }));
+}
+
+export async function setSupersededBy(tx: Db, tenantId: string, id: string, supersededBy: string): Promise<void> {
+  await tx.update(memories).set({ supersededBy }).where(and(eq(memories.tenantId, tenantId), eq(memories.id, id)));
 }

@@ -105,7 +105,11 @@ export function relevanceFromCosine(cosine: number): number {
  * locale order, so the same request always gives the same list).
  */
 export function rankCandidates<T extends RankableCandidate>(candidates: readonly T[], opts: RankOptions): Array<Ranked<T>> {
-  const weights = validateWeights(opts.weights);
+  const given = validateWeights(opts.weights);
+  // The score is invariant to the weights' scale; dividing by the largest keeps the sum finite and
+  // non-zero (1e308 + 1e308 would be Infinity and every score NaN, a denormal weight would be 0).
+  const largest = Math.max(given.recency, given.importance, given.relevance);
+  const weights = { recency: given.recency / largest, importance: given.importance / largest, relevance: given.relevance / largest };
   const total = weights.recency + weights.importance + weights.relevance;
   const minScore = opts.minScore;
   const limit = Math.max(0, Math.floor(opts.limit));
@@ -118,7 +122,8 @@ export function rankCandidates<T extends RankableCandidate>(candidates: readonly
       relevance: clamp01(candidate.relevance),
     };
     const score =
-      (weights.recency * scores.recency + weights.importance * scores.importance + weights.relevance * scores.relevance) / 1;
+      (weights.recency * scores.recency + weights.importance * scores.importance + weights.relevance * scores.relevance) /
+      total;
     if (minScore !== undefined && score < minScore) continue;
     ranked.push({ ...candidate, score, scores });
   }

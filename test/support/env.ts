@@ -2,3 +2,15 @@
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/engram_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
 export const TEST_JWT_SECRET = 'engram-test-secret-0123456789-abcdefghijklmnop';
+/** Migrated once per run and never connected to afterwards, so isolated databases can clone it. */
+export const TEMPLATE_DB = 'engram_test_template';
+
+export function databaseUrl(name: string): string {
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export function adminUrl(): string {
+  return databaseUrl('postgres');
+}

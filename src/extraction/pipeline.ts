@@ -1,0 +1,302 @@
+import type { Logger } from 'pino';
+import { isDatabaseUnavailable } from '../db/client.js';
+import { withTenant } from '../db/tenant.js';
+import * as memoryRepo from '../memories/repository.js';
+import { emptyUsage, type Embedder, type Usage } from '../llm/types.js';
+import * as jobsRepo from './jobs-repository.js';
+import { contentHash } from './normalise.js';
+import { jobPayload, type JobPayload, type JobResult } from './schemas.js';
+import type { ExtractedFact, Extractor, ResolvedOperation, Resolver } from './types.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/client.js';
+
+export interface PipelineDeps {
+  config: Config;
+  database: Database;
+  embedder: Embedder;
+  extractor: Extractor;
+  resolver: Resolver;
+  logger: Logger;
+}
+
+export interface JobRef {
+  tenantId: string;
+  jobId: string;
+}
+
+/** How a processing attempt ended, for the queue implementation to act on. */
+export type JobOutcome =
+  | { kind: 'succeeded'; result: JobResult }
+  | { kind: 'skipped'; reason: 'finished' | 'gone' | 'busy' }
+  | { kind: 'retry'; delayMs: number; error: JobError }
+  | { kind: 'failed'; error: JobError };
+
+export interface JobError {
+  code: string;
+  message: string;
+}
+
+const CANDIDATES_PER_FACT = 5;
+
+/** Exponential backoff: base, 2×base, 4×base … capped at ten minutes. */
+export function backoffDelay(baseMs: number, attempt: number): number {
+  return Math.min(baseMs * 2 ** Math.max(0, attempt - 1), 600_000);
+}
+
+/**
+ * Runs one extraction job end to end: claim → extract → embed → find candidates → resolve →
+ * apply. Everything that changes memories, and the job's own `succeeded`, commit in one
+ * transaction under the user's advisory lock, so a retried or duplicated delivery never applies
+ * twice and two jobs for one user cannot both add the same fact.
+ */
+export async function processJob(deps: PipelineDeps, ref: JobRef): Promise<JobOutcome> {
+  const { database, config } = deps;
+  let claimed: jobsRepo.JobRow | undefined;
+  try {
+    claimed = await withTenant(database, ref.tenantId, (tx) => jobsRepo.claimJob(tx, ref.tenantId, ref.jobId, config.jobs.leaseMs));
+  } catch (error) {
+    if (isDatabaseUnavailable(error)) return { kind: 'retry', delayMs: backoffDelay(config.jobs.backoffMs, 1), error: toJobError(error) };
+    throw error;
+  }
+  if (!claimed) {
+    const row = await withTenant(database, ref.tenantId, (tx) => jobsRepo.findJob(tx, ref.tenantId, ref.jobId));
+    if (!row) return { kind: 'skipped', reason: 'gone' };
+    if (row.status === 'succeeded' || row.status === 'failed') return { kind: 'skipped', reason: 'finished' };
+    return { kind: 'skipped', reason: 'busy' };
+  }
+  const job = claimed;
+  try {
+    const payload = jobPayload.parse(job.payload);
+    const usage = emptyUsage();
+    const result = await runAndApply(deps, job, payload, usage);
+    if (!result) return { kind: 'skipped', reason: 'gone' };
+    return { kind: 'succeeded', result };
+  } catch (error) {
+    const jobError = toJobError(error);
+    const retryable = isRetryable(error);
+    const attemptsLeft = job.attempts < config.jobs.maxAttempts;
+    try {
+      if (retryable && attemptsLeft) {
+        const delayMs = backoffDelay(config.jobs.backoffMs, job.attempts);
+        await withTenant(database, ref.tenantId, (tx) => jobsRepo.markForRetry(tx, ref.tenantId, ref.jobId, jobError, delayMs));
+        deps.logger.warn({ jobId: ref.jobId, attempt: job.attempts, code: jobError.code, delayMs }, 'extraction attempt failed; will retry');
+        return { kind: 'retry', delayMs, error: jobError };
+      }
+      await withTenant(database, ref.tenantId, (tx) => jobsRepo.markFailed(tx, ref.tenantId, ref.jobId, jobError));
+    } catch (markError) {
+      // The database is down too: leave the row running; its lease expires and the job is retried.
+      deps.logger.error({ jobId: ref.jobId, code: toJobError(markError).code }, 'could not record the job failure');
+      return { kind: 'retry', delayMs: backoffDelay(config.jobs.backoffMs, job.attempts), error: jobError };
+    }
+    deps.logger.error({ jobId: ref.jobId, attempt: job.attempts, code: jobError.code }, 'extraction job failed');
+    return { kind: 'failed', error: jobError };
+  }
+}
+
+interface PlannedFact {
+  fact: ExtractedFact;
+  embedding: number[];
+}
+
+async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: JobPayload, usage: Usage): Promise<JobResult | undefined> {
+  const now = new Date();
+  const facts = payload.infer
+    ? await deps.extractor.extract({ messages: payload.messages, now: job.createdAt }, usage)
+    : verbatimFacts(payload, job.createdAt);
+  const embeddings = facts.length > 0 ? await deps.embedder.embed(facts.map((f) => f.content), usage) : [];
+  const planned: PlannedFact[] = facts.map((fact, i) => ({ fact, embedding: embeddings[i]! }));
+
+  let operations: ResolvedOperation[];
+  let dropped = 0;
+  let resolverName = 'none';
+  if (!payload.infer) {
+    operations = planned.map((_, factIndex) => ({ factIndex, operation: 'ADD' as const }));
+  } else if (planned.length === 0) {
+    operations = [];
+  } else {
+    const similar = await withTenant(deps.database, job.tenantId, (tx) =>
+      memoryRepo.findSimilarCurrent(tx, job.tenantId, job.userId, embeddings, CANDIDATES_PER_FACT),
+    );
+    const resolution = await deps.resolver.resolve(
+      {
+        facts: planned.map(({ fact }, i) => ({
+          fact,
+          candidates: similar
+            .filter((s) => s.queryIndex === i)
+            .map((s) => ({ id: s.id, content: s.content, occurredAt: s.occurredAt, importance: s.importance, category: s.category, similarity: s.similarity })),
+        })),
+      },
+      usage,
+    );
+    operations = resolution.operations;
+    // A "redundant" drop is a NOOP beside a real change for the same fact: nothing was lost.
+    const meaningful = resolution.dropped.filter((d) => d.code !== 'redundant');
+    dropped = meaningful.length;
+    resolverName = deps.resolver.name;
+    for (const d of meaningful) {
+      deps.logger.warn({ jobId: job.id, factIndex: d.factIndex, code: d.code }, 'resolver operation dropped');
+    }
+  }
+
+  return withTenant(deps.database, job.tenantId, async (tx) => {
+    await memoryRepo.lockUser(tx, job.tenantId, job.userId);
+    const current = await jobsRepo.lockJob(tx, job.tenantId, job.id);
+    // Erased meanwhile, or another delivery already finished it: apply nothing.
+    if (!current) return undefined;
+    if (current.status === 'succeeded' || current.status === 'failed') return undefined;
+
+    const counts = { added: 0, updated: 0, deleted: 0, unchanged: 0 };
+    const memoryIds: string[] = [];
+    const actor = `job:${job.id}`;
+    const event = (memoryId: string, type: memoryRepo.MemoryEventType, oldContent: string | null, newContent: string | null) => ({
+      tenantId: job.tenantId,
+      memoryId,
+      userId: job.userId,
+      event: type,
+      oldContent,
+      newContent,
+      jobId: job.id,
+      actor,
+    });
+    const rowFor = (fact: ExtractedFact, content: string, embedding: number[]): memoryRepo.NewMemoryRow => ({
+      tenantId: job.tenantId,
+      userId: job.userId,
+      agentId: job.agentId,
+      runId: job.runId,
+      content,
+      contentHash: contentHash(content),
+      embedding,
+      importance: fact.importance,
+      category: fact.category,
+      metadata: payload.metadata,
+      occurredAt: fact.occurred_at ? new Date(fact.occurred_at) : job.createdAt,
+      expiresAt: null,
+      createdAt: now,
+      sourceJobId: job.id,
+      source: fact.source_message_indexes ? { messageIndexes: fact.source_message_indexes } : null,
+    });
+
+    for (const op of operations) {
+      const plannedFact = planned[op.factIndex];
+      if (!plannedFact) continue;
+      if (op.operation === 'NOOP') {
+        counts.unchanged += 1;
+        continue;
+      }
+      if (op.operation === 'ADD') {
+        const [inserted] = await memoryRepo.insertMemoriesSkippingDuplicates(tx, [rowFor(plannedFact.fact, plannedFact.fact.content, plannedFact.embedding)]);
+        if (!inserted) {
+          counts.unchanged += 1;
+          continue;
+        }
+        await memoryRepo.insertEvents(tx, [event(inserted.id, 'ADD', null, inserted.content)]);
+        counts.added += 1;
+        memoryIds.push(inserted.id);
+        continue;
+      }
+      const target = await memoryRepo.findMemory(tx, job.tenantId, op.targetMemoryId, job.userId);
+      if (op.operation === 'DELETE') {
+        // Superseded without a replacement: the row and its history stay, recall stops seeing it.
+        const superseded = await memoryRepo.supersedeMemories(tx, job.tenantId, [op.targetMemoryId], now, null);
+        if (superseded.length === 0 || !target) {
+          counts.unchanged += 1;
+          continue;
+        }
+        await memoryRepo.insertEvents(tx, [event(target.id, 'DELETE', target.content, null)]);
+        counts.deleted += 1;
+        continue;
+      }
+      // UPDATE: the new fact replaces the old, which keeps its row with valid_to and a link.
+      const content = op.content.trim() || plannedFact.fact.content;
+      const embedding = content === plannedFact.fact.content ? plannedFact.embedding : (await deps.embedder.embed([content], usage))[0]!;
+      if (!target || target.validTo !== null) {
+        // The target changed since resolution (another job got there first): keep the fact as an add.
+        const [inserted] = await memoryRepo.insertMemoriesSkippingDuplicates(tx, [rowFor(plannedFact.fact, content, embedding)]);
+        if (inserted) {
+          await memoryRepo.insertEvents(tx, [event(inserted.id, 'ADD', null, inserted.content)]);
+          counts.added += 1;
+          memoryIds.push(inserted.id);
+        } else counts.unchanged += 1;
+        continue;
+      }
+      if (contentHash(content) === contentHash(target.content)) {
+        counts.unchanged += 1;
+        continue;
+      }
+      // Supersede first: the partial unique index only covers current rows.
+      await memoryRepo.supersedeMemories(tx, job.tenantId, [target.id], now, null);
+      const [inserted] = await memoryRepo.insertMemoriesSkippingDuplicates(tx, [rowFor(plannedFact.fact, content, embedding)]);
+      const replacementId = inserted?.id ?? (await memoryRepo.findCurrentByHashes(tx, job.tenantId, job.userId, [contentHash(content)]))[0]?.id ?? null;
+      if (replacementId) await memoryRepo.setSupersededBy(tx, job.tenantId, target.id, replacementId);
+      await memoryRepo.insertEvents(tx, [
+        event(target.id, 'SUPERSEDE', target.content, content),
+        ...(inserted ? [event(inserted.id, 'UPDATE', target.content, content)] : []),
+      ]);
+      counts.updated += 1;
+      if (replacementId) memoryIds.push(replacementId);
+    }
+
+    const result: JobResult = {
+      ...counts,
+      memory_ids: memoryIds,
+      usage: {
+        llm_calls: usage.llmCalls,
+        embedding_calls: usage.embeddingCalls,
+        prompt_tokens: usage.promptTokens,
+        completion_tokens: usage.completionTokens,
+      },
+      providers: {
+        extractor: payload.infer ? deps.extractor.name : 'none (infer: false)',
+        resolver: resolverName,
+        embedder: deps.embedder.name,
+      },
+      ...(dropped > 0 ? { dropped_operations: dropped } : {}),
+    };
+    await jobsRepo.markSucceeded(tx, job.tenantId, job.id, result, deps.config.jobs.transcriptRetentionHours === 0);
+    return result;
+  });
+}
+
+/** infer: false: each user message becomes one memory as written; other roles are not stored. */
+function verbatimFacts(payload: JobPayload, jobCreatedAt: Date): ExtractedFact[] {
+  return payload.messages.flatMap((message, index) => {
+    const content = message.content.trim();
+    if (message.role !== 'user' || content.length === 0) return [];
+    return [
+      {
+        content: content.slice(0, 10_000),
+        importance: 5,
+        category: null,
+        occurred_at: message.created_at ?? jobCreatedAt.toISOString(),
+        source_message_indexes: [index],
+      },
+    ];
+  });
+}
+
+function isRetryable(error: unknown): boolean {
+  if (isDatabaseUnavailable(error)) return true;
+  return typeof error === 'object' && error !== null && 'retryable' in error && error.retryable === true;
+}
+
+const PUBLIC_MESSAGES: Record<string, string> = {
+  llm_timeout: 'the language model did not answer in time',
+  llm_rate_limited: 'the language model endpoint rate-limited the request',
+  llm_unavailable: 'the language model endpoint was unavailable',
+  llm_invalid_output: 'the language model did not return valid structured output, even after a correction',
+  llm_request_rejected: 'the language model endpoint rejected the request',
+  embedding_unavailable: 'the embedding endpoint was unavailable',
+  database_unavailable: 'the database was unavailable',
+  invalid_job_payload: 'the stored job payload is not valid',
+};
+
+/** A code and a fixed message safe to show the caller: never model output, transcript text or a stack. */
+function toJobError(error: unknown): JobError {
+  if (isDatabaseUnavailable(error)) return { code: 'database_unavailable', message: PUBLIC_MESSAGES.database_unavailable! };
+  if (error && typeof error === 'object' && 'name' in error && error.name === 'ZodError') {
+    return { code: 'invalid_job_payload', message: PUBLIC_MESSAGES.invalid_job_payload! };
+  }
+  const code = error && typeof error === 'object' && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+  if (code && PUBLIC_MESSAGES[code]) return { code, message: PUBLIC_MESSAGES[code] };
+  return { code: 'internal', message: 'the job failed with an internal error' };
+}

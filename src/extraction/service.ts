@@ -1,0 +1,69 @@
+import { createHash } from 'node:crypto';
+import { SCOPES, requireScope, resolveUserId, visibleUser } from '../auth/principal.js';
+import { withTenant } from '../db/tenant.js';
+import { DomainError, notFound } from '../shared/errors.js';
+import type { RequestContext } from '../shared/context.js';
+import type { JobQueue } from '../queue/types.js';
+import * as jobsRepo from './jobs-repository.js';
+import type { ExtractBody, JobDto, JobPayload, JobResult } from './schemas.js';
+
+/** Key order never changes a hash: the same body sent twice hashes the same. */
+export function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export interface AcceptedJob {
+  job_id: string;
+  status: JobDto['status'];
+  status_url: string;
+}
+
+/**
+ * Accepts a transcript: the job row (the durable outbox) commits first, then the queue is told.
+ * If the queue is down the job is still accepted; the sweeper enqueues it later.
+ */
+export async function acceptExtraction(ctx: RequestContext, queue: JobQueue, body: ExtractBody, idempotencyKey: string | undefined): Promise<AcceptedJob> {
+  requireScope(ctx.principal, SCOPES.write);
+  const { tenantId } = ctx.principal;
+  const userId = resolveUserId(ctx.principal, body.user_id);
+  const payload: JobPayload = { messages: body.messages, metadata: body.metadata ?? {}, infer: body.infer };
+  const bodyHash = createHash('sha256')
+    .update(stableStringify({ user_id: userId, agent_id: body.agent_id ?? null, run_id: body.run_id ?? null, ...payload }))
+    .digest('hex');
+  const { row, inserted } = await withTenant(ctx.services.database, tenantId, (tx) =>
+    jobsRepo.insertJobOrGetExisting(tx, {
+      tenantId,
+      userId,
+      agentId: body.agent_id ?? null,
+      runId: body.run_id ?? null,
+      idempotencyKey: idempotencyKey ?? null,
+      bodyHash,
+      payload,
+      createdAt: ctx.services.clock(),
+    }),
+  );
+  if (!inserted && row.bodyHash !== bodyHash) {
+    throw new DomainError('idempotency_conflict', 'this Idempotency-Key was already used with a different body');
+  }
+  if (inserted) await queue.enqueue({ tenantId, jobId: row.id });
+  return { job_id: row.id, status: row.status, status_url: `/jobs/${row.id}` };
+}
+
+export async function getJob(ctx: RequestContext, id: string): Promise<JobDto> {
+  requireScope(ctx.principal, SCOPES.read);
+  const { tenantId } = ctx.principal;
+  const row = await withTenant(ctx.services.database, tenantId, (tx) => jobsRepo.findJob(tx, tenantId, id, visibleUser(ctx.principal)));
+  if (!row) throw notFound('job');
+  const dto: JobDto = { job_id: row.id, status: row.status, created_at: row.createdAt.toISOString() };
+  if (row.result) dto.result = row.result as JobResult;
+  if (row.error) dto.error = row.error;
+  if (row.finishedAt) dto.finished_at = row.finishedAt.toISOString();
+  return dto;
+}
