@@ -1,5 +1,6 @@
 import { serve } from '@hono/node-server';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { startupBanner } from './banner.js';
 import { createRuntime } from './runtime.js';
 
 let config: Config;
@@ -15,19 +16,12 @@ try {
   const { logger } = runtime.services;
   if (config.worker === 'inline') runtime.startWorker();
   const server = serve({ fetch: runtime.app.fetch, port: config.port, hostname: config.host }, (info) => {
-    const base = `http://${config.host}:${info.port}`;
-    logger.info(
-      {
-        api: base,
-        openapi: `${base}/openapi.json`,
-        database: runtime.services.database.kind,
-        embeddings: runtime.services.embedder.name,
-        extraction: `${runtime.providers.extractor.name} + ${runtime.providers.resolver.name}`,
-        queue: runtime.queue.kind,
-        worker: config.worker,
-      },
-      'engram listening',
-    );
+    process.stdout.write(`${startupBanner(runtime, info.port)}\n`);
+    logger.info({ port: info.port, database: runtime.services.database.kind, queue: runtime.queue.kind }, 'engram listening');
+  });
+  server.on('error', (error: NodeJS.ErrnoException) => {
+    process.stderr.write(`engram failed to start: cannot listen on ${config.host}:${config.port} (${error.code ?? error.message})\n`);
+    process.exit(1);
   });
   let stopping = false;
   const stop = (signal: string) => {

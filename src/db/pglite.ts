@@ -1,9 +1,49 @@
-import type { Database } from './client.js';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { drizzle } from 'drizzle-orm/pglite';
+import { migrate } from 'drizzle-orm/pglite/migrator';
+import * as schema from './schema.js';
+import type { Database, Db } from './client.js';
+import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PgliteOptions {
-  dataDir: string;
+  /** A folder for a persistent database, or undefined for an in-memory one (tests). */
+  dataDir: string | undefined;
 }
 
-export async function openPglite(_options: PgliteOptions): Promise<Database> {
-  throw new Error('the embedded database is not available yet: set DATABASE_URL');
+/**
+ * Embedded PostgreSQL (PGlite, WebAssembly) with pgvector: the same schema, migrations and RLS
+ * as production. PGlite's only user is a superuser, so every transaction switches to the
+ * application role exactly as with a superuser DATABASE_URL; RLS then holds.
+ */
+export interface PgliteDatabase extends Database {
+  /** The embedded server itself; its session is the superuser (the owner), past RLS. */
+  readonly client: PGlite;
+}
+
+export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
+  let dataDir: string | undefined;
+  if (options.dataDir) {
+    dataDir = path.resolve(options.dataDir, 'pg');
+    mkdirSync(dataDir, { recursive: true });
+  }
+  const client = await PGlite.create({ ...(dataDir ? { dataDir } : {}), extensions: { vector } });
+  const db = drizzle(client, { schema });
+  return {
+    kind: 'pglite',
+    client,
+    db: db as unknown as Db,
+    switchesRole: true,
+    async migrate() {
+      await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+    },
+    async ping() {
+      await client.query('select 1');
+    },
+    async close() {
+      if (!client.closed) await client.close();
+    },
+  };
 }

@@ -1,6 +1,8 @@
 import type { Hono } from 'hono';
 import type { AppEnv } from '../http/env.js';
 import { readJson } from '../http/input.js';
+import { scope } from '../http/middleware.js';
+import { SCOPES } from '../auth/principal.js';
 import { idParam } from '../memories/routes.js';
 import type { JobQueue } from '../queue/types.js';
 import { DomainError } from '../shared/errors.js';
@@ -9,7 +11,7 @@ import { extractBody, idempotencyKey } from './schemas.js';
 import { acceptExtraction, getJob } from './service.js';
 
 export function registerExtractionRoutes(app: Hono<AppEnv>, services: Services, queue: JobQueue): void {
-  app.post('/memories/extract', async (c) => {
+  app.post('/memories/extract', scope(SCOPES.write), async (c) => {
     const rawKey = c.req.header('idempotency-key');
     let key: string | undefined;
     if (rawKey !== undefined) {
@@ -27,7 +29,7 @@ export function registerExtractionRoutes(app: Hono<AppEnv>, services: Services, 
     return c.json(accepted, 202);
   });
 
-  app.get('/jobs/:id', async (c) => {
+  app.get('/jobs/:id', scope(SCOPES.read), async (c) => {
     return c.json(await getJob({ services, principal: c.get('principal') }, idParam(c.req.param('id'), 'job')));
   });
 }

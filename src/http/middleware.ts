@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { requireScope, type Scope } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/verifier.js';
 import { AuthenticationError } from '../auth/verifier.js';
 import { DomainError } from '../shared/errors.js';
@@ -62,5 +63,16 @@ export function rateLimitPerTenant(perMinute: number): MiddlewareHandler {
       throw new DomainError('rate_limited', `more than ${perMinute} requests this minute for this tenant`, { retryAfterSeconds });
     }
     return next();
+  };
+}
+
+/**
+ * Checks a scope before anything else about the request (body, ids) is looked at, so a caller
+ * without the scope learns nothing but 403.
+ */
+export function scope(required: Scope): MiddlewareHandler {
+  return async (c, next) => {
+    requireScope(c.get('principal'), required);
+    await next();
   };
 }

@@ -97,6 +97,7 @@ export interface ListPage {
   limit: number;
   after?: { createdAt: Date; id: string } | undefined;
   includeSuperseded: boolean;
+  now: Date;
 }
 
 /** Newest created_at first, then id ascending; keyset pagination, so pages never skip or repeat. */
@@ -109,7 +110,8 @@ export async function listMemories(tx: Db, page: ListPage): Promise<MemoryFields
       and(
         eq(memories.tenantId, page.tenantId),
         eq(memories.userId, page.userId),
-        page.includeSuperseded ? undefined : isNull(memories.validTo),
+        // Superseded and expired memories are history: listed only when asked for.
+        page.includeSuperseded ? undefined : and(isNull(memories.validTo), or(isNull(memories.expiresAt), gt(memories.expiresAt, page.now))),
         after ? or(lt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), gt(memories.id, after.id))) : undefined,
       ),
     )

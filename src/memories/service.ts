@@ -78,7 +78,7 @@ export async function listMemories(ctx: RequestContext, query: ListMemoriesQuery
   const userId = resolveUserId(ctx.principal, query.user_id);
   const after = query.cursor ? decodeCursor(query.cursor) : undefined;
   const rows = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
-    repo.listMemories(tx, { tenantId: ctx.principal.tenantId, userId, limit: query.limit + 1, after, includeSuperseded: query.include_superseded }),
+    repo.listMemories(tx, { tenantId: ctx.principal.tenantId, userId, limit: query.limit + 1, after, includeSuperseded: query.include_superseded, now: ctx.services.clock() }),
   );
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];

@@ -3,8 +3,10 @@ import pino from 'pino';
 import postgres from 'postgres';
 import { signDevToken } from '../../src/auth/sign.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createRuntime, type Runtime } from '../../src/runtime.js';
-import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime.js';
+import { openPglite } from '../../src/db/pglite.js';
+import { TEMPLATE_DB, TEST_DATABASE_URL, TEST_JWT_SECRET, adminUrl } from './env.js';
+import { assertDocumentedResponse } from './openapi-validator.js';
 
 export const ALL_SCOPES = 'memories:read memories:write memories:delete';
 
@@ -48,6 +50,8 @@ export interface CallOptions {
   body?: unknown;
   rawBody?: string | Uint8Array;
   headers?: Record<string, string>;
+  /** Skip the openapi.yaml drift check; only for a deliberately malformed request. */
+  skipOpenApiCheck?: boolean;
 }
 
 export interface CallResult<T = any> {
@@ -56,35 +60,146 @@ export interface CallResult<T = any> {
   body: T;
 }
 
+/**
+ * Which backend the contract tests run against: real PostgreSQL + Redis (default), or embedded
+ * PGlite with the in-process queue (the `npm start` default). vitest.config.ts runs the contract
+ * files once per backend.
+ */
+export const TEST_BACKEND: 'postgres' | 'pglite' = process.env.TEST_BACKEND === 'pglite' ? 'pglite' : 'postgres';
+
 export interface TestApp {
+  /** Runs SQL as the database owner (superuser), past RLS, on this app's database. */
+  ownerQuery<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   runtime: Runtime;
+  /** The database this app serves (its own, for apps started with `isolated`). */
+  databaseUrl: string;
+  /** A superuser connection to this app's database, past RLS. */
+  ownerSql(): ReturnType<typeof postgres>;
   call<T = any>(method: string, path: string, options?: CallOptions): Promise<CallResult<T>>;
   close(): Promise<void>;
 }
 
 /** The real app (real PostgreSQL, application role, RLS) driven in-process through app.request(). */
-export async function startTestApp(overrides: Record<string, string> = {}, options: { clock?: () => Date } = {}): Promise<TestApp> {
-  const runtime = await createRuntime(testConfig(overrides), { logger: pino({ level: 'silent' }), ...options });
+export interface StartOptions extends RuntimeOptions {
+  /**
+   * Serve a fresh database cloned from the migrated test database. Apps that run a worker need
+   * it: queue sweeps look across tenants, and must not pick up other test files' jobs.
+   */
+  isolated?: boolean;
+}
+
+export async function startTestApp(overrides: Record<string, string> = {}, options: StartOptions = {}): Promise<TestApp> {
+  if (TEST_BACKEND === 'pglite') return startPgliteApp(overrides, options);
+  const { isolated, ...runtimeOptions } = options;
+  const databaseUrl = isolated ? await createIsolatedDatabase() : (overrides.DATABASE_URL ?? TEST_DATABASE_URL);
+  let runtime: Runtime;
+  try {
+    runtime = await createRuntime(testConfig({ ...overrides, DATABASE_URL: databaseUrl }), { logger: pino({ level: 'silent' }), ...runtimeOptions });
+  } catch (error) {
+    if (isolated) await dropIsolatedDatabase(databaseUrl);
+    throw error;
+  }
+  let owner: ReturnType<typeof postgres> | undefined;
   return {
     runtime,
-    async call(method, path, { token, body, rawBody, headers = {} } = {}) {
-      const init: RequestInit = { method, headers: { ...headers } };
-      const h = init.headers as Record<string, string>;
-      if (token) h.authorization = `Bearer ${token}`;
-      if (rawBody !== undefined) init.body = rawBody;
-      else if (body !== undefined) {
-        init.body = JSON.stringify(body);
-        h['content-type'] ??= 'application/json';
-      }
-      const response = await runtime.app.request(path, init);
-      const text = await response.text();
-      let parsed: unknown = text;
-      if (text && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
-      return { status: response.status, headers: response.headers, body: parsed as any };
+    databaseUrl,
+    ownerSql: () => postgres(databaseUrl, { max: 2, onnotice: () => {} }),
+    async ownerQuery<T>(text: string, params: unknown[] = []) {
+      owner ??= postgres(databaseUrl, { max: 1, onnotice: () => {} });
+      return (await owner.unsafe(text, params as never[])) as unknown as T[];
     },
-    close: () => runtime.close(),
+    call: callThrough(runtime),
+    async close() {
+      await owner?.end();
+      await runtime.close();
+      if (isolated) await dropIsolatedDatabase(databaseUrl);
+    },
   };
 }
+
+/** The embedded backend: a fresh in-memory PGlite per app, the in-process queue, no Redis. */
+async function startPgliteApp(overrides: Record<string, string>, options: StartOptions): Promise<TestApp> {
+  const { isolated: _isolated, ...runtimeOptions } = options;
+  const database = await openPglite({ dataDir: undefined });
+  const { DATABASE_URL: _db, REDIS_URL: _redis, ...rest } = overrides;
+  const config = loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'silent', ...rest });
+  let runtime: Runtime;
+  try {
+    runtime = await createRuntime({ ...config, migrateOnStart: true }, { logger: pino({ level: 'silent' }), database, ...runtimeOptions });
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  return {
+    runtime,
+    databaseUrl: 'pglite://memory',
+    ownerSql: () => {
+      throw new Error('ownerSql() needs PostgreSQL; use ownerQuery(), which works on both backends');
+    },
+    async ownerQuery<T>(text: string, params: unknown[] = []) {
+      return (await database.client.query<T>(text, params)).rows;
+    },
+    call: callThrough(runtime),
+    async close() {
+      await runtime.close();
+      await database.close();
+    },
+  };
+}
+
+function callThrough(runtime: Runtime): TestApp['call'] {
+  return async (method, path, { token, body, rawBody, headers = {}, skipOpenApiCheck = false } = {}) => {
+    const init: RequestInit = { method, headers: { ...headers } };
+    const h = init.headers as Record<string, string>;
+    if (token) h.authorization = `Bearer ${token}`;
+    if (rawBody !== undefined) init.body = rawBody;
+    else if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      h['content-type'] ??= 'application/json';
+    }
+    const response = await runtime.app.request(path, init);
+    const text = await response.text();
+    let parsed: unknown = text;
+    if (text && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
+    // Every JSON answer must be one openapi.yaml documents for this route and status.
+    if (!skipOpenApiCheck && /json/.test(response.headers.get('content-type') ?? '')) assertDocumentedResponse(method, path, response.status, parsed, response.headers);
+    return { status: response.status, headers: response.headers, body: parsed as any };
+  };
+}
+
+async function createIsolatedDatabase(): Promise<string> {
+  const name = `engram_iso_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    // A template copy is a file-level clone: migrated schema, roles' grants and policies included.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.unsafe(`create database ${name} template ${TEMPLATE_DB}`);
+        break;
+      } catch (error) {
+        // Two files cloning at the same instant: the template is briefly busy.
+        if (attempt >= 40 || !/being accessed by other users/.test(String(error))) throw error;
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function dropIsolatedDatabase(databaseUrl: string): Promise<void> {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+  } finally {
+    await admin.end();
+  }
+}
+
 
 /** A superuser connection for checks that must see past RLS (e.g. proving erasure is complete). */
 export function ownerSql() {
