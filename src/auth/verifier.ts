@@ -13,6 +13,14 @@ export class AuthenticationError extends Error {
   }
 }
 
+/** The identity provider's key set could not be fetched: the token may be fine, we cannot tell. */
+export class KeySetUnavailableError extends Error {
+  constructor() {
+    super('the identity provider key set is unreachable');
+    this.name = 'KeySetUnavailableError';
+  }
+}
+
 export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
 }
@@ -47,6 +55,8 @@ export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string |
           throw new AuthenticationError(`the algorithm ${algorithm ?? '(none)'} is not allowed`);
         }
       } catch (error) {
+        if (error instanceof joseErrors.JWKSTimeout || (error instanceof TypeError && /fetch/i.test(error.message))) throw new KeySetUnavailableError();
+        if (error instanceof joseErrors.JOSEError && error.code === 'ERR_JWKS_INVALID' ) throw new KeySetUnavailableError();
         throw toAuthenticationError(error);
       }
       return principalFrom(payload, auth.tenantClaim);

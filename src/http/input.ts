@@ -29,15 +29,62 @@ export function findUnsafeStrings(value: unknown, path: PropertyKey[] = [], foun
   return found;
 }
 
+/** Deeper than any real request; every walker below (ours, zod's, JSON.stringify) recurses. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * The path of the first place nested deeper than `max` levels, or undefined. Iterative, because
+ * JSON.parse accepts nesting far deeper than the call stack of the recursive walkers that follow.
+ */
+export function findTooDeep(value: unknown, max = MAX_JSON_DEPTH): PropertyKey[] | undefined {
+  const stack: Array<{ value: unknown; path: PropertyKey[] }> = [{ value, path: [] }];
+  while (stack.length > 0) {
+    const { value: current, path } = stack.pop()!;
+    if (!current || typeof current !== 'object') continue;
+    if (path.length >= max) return path;
+    const entries = Array.isArray(current) ? current.map((item, index) => [index, item] as const) : Object.entries(current);
+    for (const [key, item] of entries) stack.push({ value: item, path: [...path, key] });
+  }
+  return undefined;
+}
+
+/** Keys that would reach an object's prototype when a parser copies them: refused, never silently dropped. */
+const FORBIDDEN_KEYS = new Set(['__proto__']);
+
+function findForbiddenKeys(value: unknown, path: PropertyKey[] = [], found: FieldError[] = []): FieldError[] {
+  if (found.length >= 20 || !value || typeof value !== 'object') return found;
+  if (Array.isArray(value)) {
+    value.forEach((item, index) => findForbiddenKeys(item, [...path, index], found));
+    return found;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (FORBIDDEN_KEYS.has(key)) found.push({ path: pointer([...path, key]), message: `a field named ${key} is not accepted` });
+    else findForbiddenKeys(item, [...path, key], found);
+  }
+  return found;
+}
+
 function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const tooDeep = findTooDeep(value);
+  if (tooDeep) {
+    throw new DomainError('validation_failed', `the ${what} is nested more than ${MAX_JSON_DEPTH} levels deep`, {
+      errors: [{ path: pointer(tooDeep), message: `nested more than ${MAX_JSON_DEPTH} levels deep` }],
+    });
+  }
   const unsafe = findUnsafeStrings(value);
   if (unsafe.length > 0) throw new DomainError('validation_failed', `the ${what} contains characters that cannot be stored`, { errors: unsafe });
+  const forbidden = findForbiddenKeys(value);
+  if (forbidden.length > 0) throw new DomainError('validation_failed', `the ${what} contains a field name that is not accepted`, { errors: forbidden });
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const errors = parsed.error.issues.slice(0, 50).map((issue) => ({
-      path: pointer(issue.path),
-      message: issue.code === 'unrecognized_keys' ? `unknown field(s): ${issue.keys.join(', ')}` : issue.message,
-    }));
+    // An unknown field is reported at its own path (/memories/0/colour), one entry per field.
+    const errors = parsed.error.issues
+      .flatMap((issue) =>
+        issue.code === 'unrecognized_keys'
+          ? issue.keys.map((key) => ({ path: pointer([...issue.path, key]), message: 'unknown field' }))
+          : [{ path: pointer(issue.path), message: issue.message }],
+      )
+      .slice(0, 50);
     throw new DomainError('validation_failed', `the ${what} is not valid: ${errors[0]?.path || '/'} ${errors[0]?.message ?? ''}`.trim(), { errors });
   }
   return parsed.data;
@@ -60,7 +107,9 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new DomainError('malformed_json', `the body is not valid JSON: ${(error as Error).message}`);
+    // V8's message quotes the body; only the position is repeated back.
+    const position = /position (\d+)/.exec((error as Error).message)?.[1];
+    throw new DomainError('malformed_json', `the body is not valid JSON${position ? ` (at position ${position})` : ''}`);
   }
   return validate(schema, value, 'body');
 }

@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { requireScope, type Scope } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/verifier.js';
-import { AuthenticationError } from '../auth/verifier.js';
+import { AuthenticationError, KeySetUnavailableError } from '../auth/verifier.js';
 import { DomainError } from '../shared/errors.js';
 import { problem } from './problem.js';
 
@@ -37,6 +37,7 @@ export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
       c.set('principal', await verifier.verify(match[1]!));
     } catch (error) {
       if (error instanceof AuthenticationError) throw new DomainError('unauthorized', error.message);
+      if (error instanceof KeySetUnavailableError) throw new DomainError('unavailable', error.message, { retryAfterSeconds: 5 });
       throw error;
     }
     await next();

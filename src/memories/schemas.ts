@@ -2,7 +2,11 @@ import { z } from 'zod';
 import type { memories } from '../db/schema.js';
 
 export const idText = z.string().trim().min(1).max(256);
-export const isoDateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z' });
+// PostgreSQL has no year 0: 0000-01-01, or 0001-01-01T00:00:00+01:00, would fail in the database.
+const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+export const isoDateTime = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z' })
+  .refine((value) => Date.parse(value) >= EARLIEST_INSTANT, 'must be on or after 0001-01-01T00:00:00Z');
 export const metadataObject = z.record(z.string().max(256), z.json());
 export const importance = z.number().int().min(1).max(10);
 export const category = z.string().trim().min(1).max(64);

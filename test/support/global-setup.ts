@@ -14,7 +14,12 @@ export default async function setup(): Promise<void> {
     if (!exists) await admin.unsafe(`create database ${TEMPLATE_DB}`);
     // Databases a crashed earlier run left behind.
     const leftovers = await admin<{ datname: string }[]>`select datname from pg_database where datname like 'engram_iso_%'`;
-    for (const { datname } of leftovers) await admin.unsafe(`drop database if exists ${datname} with (force)`);
+    // Only those older than two hours: another run on this machine may be using newer ones.
+    const cutoff = Math.floor(Date.now() / 1000) - 2 * 3600;
+    for (const { datname } of leftovers) {
+      const created = Number(/^engram_iso_(\d+)_/.exec(datname)?.[1] ?? 0);
+      if (created < cutoff) await admin.unsafe(`drop database if exists ${datname} with (force)`);
+    }
   } finally {
     await admin.end();
   }

@@ -168,7 +168,8 @@ function callThrough(runtime: Runtime): TestApp['call'] {
 }
 
 async function createIsolatedDatabase(): Promise<string> {
-  const name = `engram_iso_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  // The creation time in the name lets a later run clean up only what is surely abandoned.
+  const name = `engram_iso_${Math.floor(Date.now() / 1000)}_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
   const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
   try {
     // A template copy is a file-level clone: migrated schema, roles' grants and policies included.
