@@ -1,14 +1,45 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Integration files that need PostgreSQL itself or Redis (direct server connections, BullMQ,
+ * worker processes); every other integration file is a contract test and runs on both backends.
+ */
+const POSTGRES_ONLY = [
+  'test/integration/rls.test.ts',
+  'test/integration/auth-jwks-down.test.ts',
+  'test/integration/extraction-worker-process.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // Integration files share one PostgreSQL and one Redis; each file gets its own tenants, so
-    // files may run in parallel, but two cores are all we have.
+    hookTimeout: 90_000,
+    // Files share one PostgreSQL and one Redis and isolate themselves by tenant (or by a database
+    // of their own); two cores are all we have.
     maxWorkers: 2,
-    fileParallelism: true,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'test/llm/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'postgres',
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/*.test.ts'],
+          env: { TEST_BACKEND: 'postgres' },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'pglite',
+          include: ['test/integration/**/*.test.ts'],
+          exclude: POSTGRES_ONLY,
+          env: { TEST_BACKEND: 'pglite' },
+        },
+      },
+    ],
   },
 });

@@ -56,7 +56,7 @@ export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string |
         }
       } catch (error) {
         if (error instanceof joseErrors.JWKSTimeout || (error instanceof TypeError && /fetch/i.test(error.message))) throw new KeySetUnavailableError();
-        if (error instanceof joseErrors.JOSEError && error.code === 'ERR_JWKS_INVALID' ) throw new KeySetUnavailableError();
+        if (error instanceof joseErrors.JOSEError && error.code === 'ERR_JWKS_INVALID') throw new KeySetUnavailableError();
         throw toAuthenticationError(error);
       }
       return principalFrom(payload, auth.tenantClaim);

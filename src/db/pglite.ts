@@ -11,6 +11,8 @@ import { MIGRATIONS_FOLDER } from './paths.js';
 export interface PgliteOptions {
   /** A folder for a persistent database, or undefined for an in-memory one (tests). */
   dataDir: string | undefined;
+  /** Start from a dumped data directory (e.g. an already migrated one) instead of initdb. */
+  loadDataDir?: Blob;
 }
 
 /**
@@ -29,7 +31,11 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     dataDir = path.resolve(options.dataDir, 'pg');
     mkdirSync(dataDir, { recursive: true });
   }
-  const client = await PGlite.create({ ...(dataDir ? { dataDir } : {}), extensions: { vector } });
+  const client = await PGlite.create({
+    ...(dataDir ? { dataDir } : {}),
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    extensions: { vector },
+  });
   const db = drizzle(client, { schema });
   return {
     kind: 'pglite',

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerSql, startTestApp, tokenFor, uniqueTenant, type TestApp } from '../support/harness.js';
+import { startTestApp, tokenFor, uniqueTenant, type Owner, type TestApp } from '../support/harness.js';
 
 /**
  * Erasure of a whole user. The proof is a scan as the owner (a superuser, so RLS does not hide
@@ -9,7 +9,7 @@ import { ownerSql, startTestApp, tokenFor, uniqueTenant, type TestApp } from '..
  */
 
 let app: TestApp;
-const owner = ownerSql();
+let owner: Owner;
 const tenant = uniqueTenant('erase');
 const otherTenant = uniqueTenant('erase-other');
 // Distinctive ids, so "no row mentions the user" can be checked by text search as well.
@@ -80,6 +80,7 @@ let result: { status: number; body: Record<string, unknown> };
 
 beforeAll(async () => {
   app = await startTestApp();
+  owner = app.owner;
   uMemoryIds = await give(SUBJECTS.U, [`${U} is allergic to penicillin`, `${U} lives at 12 Elm Street`, `${U} banks with Acme`]);
   await give(SUBJECTS.V, [`${V} likes rowing`, `${V} works nights`]);
   await give(SUBJECTS.otherU, [`${U} in the other tenant keeps bees`, `${U} in the other tenant has a boat`]);
@@ -97,7 +98,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app.close();
-  await owner.end({ timeout: 5 });
 });
 
 describe('erasing user U', () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerSql, startTestApp, tokenFor, uniqueTenant, type TestApp } from '../support/harness.js';
+import { startTestApp, tokenFor, uniqueTenant, type Owner, type TestApp } from '../support/harness.js';
 
 /**
  * Recall through the real app and PostgreSQL. The app's clock is fixed, so recency is exactly
@@ -14,7 +14,7 @@ const DEFAULT_HALF_LIFE = 720;
 
 let app: TestApp;
 const tenant = uniqueTenant('recall');
-const owner = ownerSql();
+let owner: Owner;
 
 interface Recalled {
   id: string;
@@ -36,10 +36,10 @@ interface NewMemory {
 
 beforeAll(async () => {
   app = await startTestApp({}, { clock: () => new Date(NOW) });
+  owner = app.owner;
 });
 afterAll(async () => {
   await app.close();
-  await owner.end({ timeout: 5 });
 });
 
 async function seed(user: string, memories: NewMemory[], extra: Record<string, unknown> = {}): Promise<Array<{ id: string; content: string }>> {

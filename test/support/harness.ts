@@ -1,4 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { MIGRATIONS_FOLDER } from '../../src/db/paths.js';
 import pino from 'pino';
 import postgres from 'postgres';
 import { signDevToken } from '../../src/auth/sign.js';
@@ -67,9 +71,32 @@ export interface CallResult<T = any> {
  */
 export const TEST_BACKEND: 'postgres' | 'pglite' = process.env.TEST_BACKEND === 'pglite' ? 'pglite' : 'postgres';
 
+/**
+ * SQL as the database owner (a superuser, past RLS) on an app's database, on either backend:
+ * a tagged template (values become parameters), `.unsafe(text, params)`, and `.json(value)`.
+ */
+export interface Owner {
+  <T = any>(strings: TemplateStringsArray, ...values: unknown[]): Promise<T[]>;
+  unsafe<T = any>(text: string, params?: unknown[]): Promise<T[]>;
+  json(value: unknown): string;
+  end(options?: unknown): Promise<void>;
+}
+
+function ownerOver(query: (text: string, params: unknown[]) => Promise<unknown[]>): Owner {
+  const tagged = (strings: TemplateStringsArray, ...values: unknown[]) =>
+    query(strings.reduce((text, part, i) => `${text}${part}${i < values.length ? `$${i + 1}` : ''}`, ''), values);
+  return Object.assign(tagged, {
+    unsafe: (text: string, params: unknown[] = []) => query(text, params),
+    json: (value: unknown) => JSON.stringify(value),
+    end: async () => {},
+  }) as Owner;
+}
+
 export interface TestApp {
   /** Runs SQL as the database owner (superuser), past RLS, on this app's database. */
   ownerQuery<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  /** The same, as a tagged template; works on both backends. */
+  owner: Owner;
   runtime: Runtime;
   /** The database this app serves (its own, for apps started with `isolated`). */
   databaseUrl: string;
@@ -108,6 +135,10 @@ export async function startTestApp(overrides: Record<string, string> = {}, optio
       owner ??= postgres(databaseUrl, { max: 1, onnotice: () => {} });
       return (await owner.unsafe(text, params as never[])) as unknown as T[];
     },
+    owner: ownerOver(async (text, params) => {
+      owner ??= postgres(databaseUrl, { max: 1, onnotice: () => {} });
+      return [...(await owner.unsafe(text, params as never[]))];
+    }),
     call: callThrough(runtime),
     async close() {
       await owner?.end();
@@ -120,7 +151,7 @@ export async function startTestApp(overrides: Record<string, string> = {}, optio
 /** The embedded backend: a fresh in-memory PGlite per app, the in-process queue, no Redis. */
 async function startPgliteApp(overrides: Record<string, string>, options: StartOptions): Promise<TestApp> {
   const { isolated: _isolated, ...runtimeOptions } = options;
-  const database = await openPglite({ dataDir: undefined });
+  const database = await openPglite({ dataDir: undefined, loadDataDir: await migratedPgliteSnapshot() });
   const { DATABASE_URL: _db, REDIS_URL: _redis, ...rest } = overrides;
   const config = loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'silent', ...rest });
   let runtime: Runtime;
@@ -139,12 +170,42 @@ async function startPgliteApp(overrides: Record<string, string>, options: StartO
     async ownerQuery<T>(text: string, params: unknown[] = []) {
       return (await database.client.query<T>(text, params)).rows;
     },
+    owner: ownerOver(async (text, params) => (await database.client.query(text, params)).rows),
     call: callThrough(runtime),
     async close() {
       await runtime.close();
       await database.close();
     },
   };
+}
+
+/**
+ * A migrated PGlite data directory, dumped once per migration set into the temp folder: opening
+ * from it skips initdb and the migrations, the slow part of an embedded start.
+ */
+async function migratedPgliteSnapshot(): Promise<Blob> {
+  const migrations = readdirSync(MIGRATIONS_FOLDER, { recursive: true, encoding: 'utf8' })
+    .sort()
+    .map((name) => {
+      const file = path.join(MIGRATIONS_FOLDER, name);
+      return statSync(file).isFile() ? `${name}\n${readFileSync(file, 'utf8')}` : name;
+    })
+    .join('\n');
+  const digest = createHash('sha256').update(migrations).digest('hex').slice(0, 16);
+  const file = path.join(tmpdir(), `engram-pglite-migrated-${digest}.tar.gz`);
+  if (!existsSync(file)) {
+    const fresh = await openPglite({ dataDir: undefined });
+    try {
+      await fresh.migrate();
+      const dump = await fresh.client.dumpDataDir('gzip');
+      const partial = `${file}.${process.pid}.${randomUUID()}`;
+      writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
+      renameSync(partial, file);
+    } finally {
+      await fresh.close();
+    }
+  }
+  return new Blob([readFileSync(file)]);
 }
 
 function callThrough(runtime: Runtime): TestApp['call'] {

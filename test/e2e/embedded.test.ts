@@ -1,0 +1,141 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.js';
+import { freePort, runEntry, stop, waitForStatus, type ServiceProcess } from '../support/process.js';
+
+/**
+ * The zero-setup default as a user meets it: `npm start` with no DATABASE_URL, REDIS_URL or key,
+ * as a real process on embedded PGlite with the in-process queue.
+ */
+const dirs: string[] = [];
+const running: ServiceProcess[] = [];
+let llm: ScriptedLlm | undefined;
+
+function tempDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'engram-embedded-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function start(env: Record<string, string>): ServiceProcess {
+  const proc = runEntry('src/main.ts', { LOG_LEVEL: 'warn', ...env });
+  running.push(proc);
+  return proc;
+}
+
+async function mintToken(dataDir: string, user = 'alice'): Promise<string> {
+  const cli = runEntry('src/auth/token-cli.ts', { DATA_DIR: dataDir }, ['--tenant', 'demo', '--user', user]);
+  expect(await cli.exited).toBe(0);
+  return cli.output().trim();
+}
+
+async function api(base: string, token: string, method: string, route: string, body?: unknown) {
+  const res = await fetch(`${base}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+async function waitForJob(base: string, token: string, jobId: string, timeoutMs = 30_000) {
+  const started = Date.now();
+  for (;;) {
+    const job = await api(base, token, 'GET', `/jobs/${jobId}`);
+    if (job.body.status === 'succeeded' || job.body.status === 'failed') return job.body;
+    if (Date.now() - started > timeoutMs) throw new Error(`job ${jobId} still ${job.body.status}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => stop(p, 'SIGKILL')));
+});
+afterAll(async () => {
+  await llm?.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('npm start with nothing configured', { timeout: 180_000 }, () => {
+  it('serves on embedded PGlite, says where everything is, and keeps a 0600 dev secret', async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const proc = start({ DATA_DIR: dataDir, PORT: String(port) });
+    await waitForStatus(`http://127.0.0.1:${port}/readyz`, 200, proc);
+    const banner = proc.output();
+    expect(banner).toContain(`http://127.0.0.1:${port}/openapi.json`);
+    expect(banner).toMatch(/embedded PostgreSQL \(PGlite \+ pgvector\)/);
+    expect(banner).toMatch(/in-process, durable in the database/);
+    expect(banner).toMatch(/offline/);
+    expect(banner).toContain('npm run token -- --tenant demo --user alice');
+    expect(banner.split('\n').filter(Boolean).length).toBeLessThanOrEqual(8);
+    expect(statSync(path.join(dataDir, 'dev-jwt-secret')).mode & 0o777).toBe(0o600);
+
+    const token = await mintToken(dataDir);
+    const base = `http://127.0.0.1:${port}`;
+    const added = await api(base, token, 'POST', '/memories', { memories: [{ content: 'Alice keeps bees' }] });
+    expect(added.status).toBe(201);
+    const recalled = await api(base, token, 'POST', '/memories/recall', { query: 'bees' });
+    expect(recalled.body.memories[0].content).toBe('Alice keeps bees');
+  });
+
+  it('keeps data and accepted jobs across a SIGKILL: the job runs after the restart', async () => {
+    llm = await startScriptedLlm();
+    const dataDir = tempDir();
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    // The first process hangs in the model call, so the job is mid-flight when it is killed.
+    llm.onChat(() => ({ delayMs: 60_000, then: { json: { facts: [] } } }));
+    const env = {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      OPENAI_BASE_URL: llm.url,
+      EMBEDDING_DIMENSIONS: '256',
+      JOB_LEASE_MS: '1500',
+      LLM_TIMEOUT_MS: '120000',
+    };
+    const first = start(env);
+    await waitForStatus(`${base}/readyz`, 200, first);
+    const token = await mintToken(dataDir);
+    const added = await api(base, token, 'POST', '/memories', { memories: [{ content: 'Alice grows tomatoes' }] });
+    expect(added.status).toBe(201);
+    const accepted = await api(base, token, 'POST', '/memories/extract', {
+      messages: [{ role: 'user', content: 'I adopted a cat named Miso.' }],
+    });
+    expect(accepted.status).toBe(202);
+    const deadline = Date.now() + 20_000;
+    while (llm.chatRequests('extraction').length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(llm.chatRequests('extraction').length).toBe(1);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    llm.onChat(null); // the default handler answers at once with the offline extractor's facts
+    const second = start(env);
+    await waitForStatus(`${base}/readyz`, 200, second);
+    const job = await waitForJob(base, token, accepted.body.job_id);
+    expect(job.status).toBe('succeeded');
+    expect(job.result.added).toBe(1);
+    const list = await api(base, token, 'GET', '/memories');
+    const contents = list.body.memories.map((m: { content: string }) => m.content);
+    expect(contents).toContain('Alice grows tomatoes');
+    expect(contents.filter((c: string) => /Miso/.test(c))).toHaveLength(1);
+  });
+
+  it('refuses a production configuration without a secret, naming the variable in one line', async () => {
+    const proc = runEntry('src/main.ts', { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/engram_test', DATA_DIR: tempDir() });
+    expect(await proc.exited).toBe(1);
+    const lines = proc.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/AUTH_JWT_SECRET/);
+  });
+
+  it('refuses a malformed value, naming the variable in one line', async () => {
+    const proc = runEntry('src/main.ts', { PORT: 'eighty', DATA_DIR: tempDir() });
+    expect(await proc.exited).toBe(1);
+    const lines = proc.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^Invalid configuration: PORT /);
+  });
+});
