@@ -17,6 +17,8 @@ export interface PipelineDeps {
   extractor: Extractor;
   resolver: Resolver;
   logger: Logger;
+  /** Told when an attempt starts (metrics: the queue wait of a first attempt). */
+  onJobClaimed?: (job: { attempts: number; createdAt: Date }) => void;
 }
 
 export interface JobRef {
@@ -65,9 +67,11 @@ export async function processJob(deps: PipelineDeps, ref: JobRef): Promise<JobOu
     return { kind: 'skipped', reason: 'busy' };
   }
   const job = claimed;
+  deps.onJobClaimed?.(job);
+  // A job's usage counts every attempt: failed ones spent tokens too (kept on the row meanwhile).
+  const usage = usageCarriedFrom(job.result);
   try {
     const payload = jobPayload.parse(job.payload);
-    const usage = emptyUsage();
     const result = await runAndApply(deps, job, payload, usage);
     if (!result) return { kind: 'skipped', reason: 'gone' };
     return { kind: 'succeeded', result };
@@ -78,11 +82,11 @@ export async function processJob(deps: PipelineDeps, ref: JobRef): Promise<JobOu
     try {
       if (retryable && attemptsLeft) {
         const delayMs = backoffDelay(config.jobs.backoffMs, job.attempts);
-        await withTenant(database, ref.tenantId, (tx) => jobsRepo.markForRetry(tx, ref.tenantId, ref.jobId, jobError, delayMs));
+        await withTenant(database, ref.tenantId, (tx) => jobsRepo.markForRetry(tx, ref.tenantId, ref.jobId, jobError, delayMs, { usage: usageDto(usage) }));
         deps.logger.warn({ jobId: ref.jobId, attempt: job.attempts, code: jobError.code, delayMs }, 'extraction attempt failed; will retry');
         return { kind: 'retry', delayMs, error: jobError };
       }
-      await withTenant(database, ref.tenantId, (tx) => jobsRepo.markFailed(tx, ref.tenantId, ref.jobId, jobError));
+      await withTenant(database, ref.tenantId, (tx) => jobsRepo.markFailed(tx, ref.tenantId, ref.jobId, jobError, { usage: usageDto(usage) }));
     } catch (markError) {
       // The database is down too: leave the row running; its lease expires and the job is retried.
       deps.logger.error({ jobId: ref.jobId, code: toJobError(markError).code }, 'could not record the job failure');
@@ -204,6 +208,7 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
         }
         await memoryRepo.insertEvents(tx, [event(target.id, 'DELETE', target.content, null)]);
         counts.deleted += 1;
+        memoryIds.push(target.id);
         continue;
       }
       // UPDATE: the new fact replaces the old, which keeps its row with valid_to and a link.
@@ -239,12 +244,7 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
     const result: JobResult = {
       ...counts,
       memory_ids: memoryIds,
-      usage: {
-        llm_calls: usage.llmCalls,
-        embedding_calls: usage.embeddingCalls,
-        prompt_tokens: usage.promptTokens,
-        completion_tokens: usage.completionTokens,
-      },
+      usage: usageDto(usage),
       providers: {
         extractor: payload.infer ? deps.extractor.name : 'none (infer: false)',
         resolver: resolverName,
@@ -255,6 +255,31 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
     await jobsRepo.markSucceeded(tx, job.tenantId, job.id, result, deps.config.jobs.transcriptRetentionHours === 0);
     return result;
   });
+}
+
+function usageDto(usage: Usage): JobResult['usage'] {
+  return {
+    llm_calls: usage.llmCalls,
+    embedding_calls: usage.embeddingCalls,
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+  };
+}
+
+/** What earlier attempts recorded on the row (`result.usage` of a job not yet succeeded), else zero. */
+function usageCarriedFrom(result: unknown): Usage {
+  const usage = emptyUsage();
+  const saved = result && typeof result === 'object' && 'usage' in result ? (result as { usage?: unknown }).usage : undefined;
+  if (!saved || typeof saved !== 'object') return usage;
+  const count = (key: string) => {
+    const value = (saved as Record<string, unknown>)[key];
+    return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+  };
+  usage.llmCalls = count('llm_calls');
+  usage.embeddingCalls = count('embedding_calls');
+  usage.promptTokens = count('prompt_tokens');
+  usage.completionTokens = count('completion_tokens');
+  return usage;
 }
 
 /** infer: false: each user message becomes one memory as written; other roles are not stored. */

@@ -26,6 +26,7 @@ export class DatabaseJobQueue implements JobQueue {
   private readonly inFlight = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
+  private nudgedWhilePolling = false;
   private stopped = false;
   private readonly pollIntervalMs: number;
 
@@ -50,10 +51,19 @@ export class DatabaseJobQueue implements JobQueue {
 
   private nudge(): void {
     if (!this.processor || this.stopped) return;
-    this.polling ??= this.poll()
+    if (this.polling) {
+      // A poll is under way and may have read the due rows already: look again when it ends.
+      this.nudgedWhilePolling = true;
+      return;
+    }
+    this.polling = this.poll()
       .catch((error: unknown) => this.options.logger.warn({ err: (error as Error).name }, 'job poll failed'))
       .finally(() => {
         this.polling = undefined;
+        if (this.nudgedWhilePolling) {
+          this.nudgedWhilePolling = false;
+          this.nudge();
+        }
       });
   }
 
@@ -65,13 +75,18 @@ export class DatabaseJobQueue implements JobQueue {
     for (const ref of due) {
       if (this.stopped || this.inFlight.size >= config.jobs.concurrency) break;
       if (this.inFlight.has(ref.id)) continue;
+      let takeNext = false;
       const run = this.processor!({ tenantId: ref.tenantId, jobId: ref.id })
         .then((outcome) => {
-          if (outcome.kind === 'succeeded' || outcome.kind === 'failed') this.nudge();
+          // After a retryable failure (the database may be struggling) the poll timer paces us.
+          takeNext = outcome.kind !== 'retry';
         })
         .catch((error: unknown) => this.options.logger.error({ jobId: ref.id, err: (error as Error).name }, 'job processing crashed'))
         .finally(() => {
+          // The slot is free only once the job has left inFlight: a nudge before that found no
+          // room, and the next due job waited for the poll timer.
           this.inFlight.delete(ref.id);
+          if (takeNext) this.nudge();
         });
       this.inFlight.set(ref.id, run);
     }
@@ -84,10 +99,14 @@ export class DatabaseJobQueue implements JobQueue {
 
   async ping(): Promise<void> {}
 
-  async close(): Promise<void> {
+  async stopWorker(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.polling;
     await Promise.all(this.inFlight.values());
+  }
+
+  async close(): Promise<void> {
+    await this.stopWorker();
   }
 }
