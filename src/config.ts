@@ -31,6 +31,8 @@ const envSchema = z.object({
   DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
   REDIS_URL: optionalUrl(['redis:', 'rediss:']),
   WORKER: z.enum(['inline', 'off']).default('inline'),
+  /** A separate worker's /healthz and /metrics port (on HOST); unset: the worker serves no HTTP. */
+  WORKER_METRICS_PORT: int(0, 65535).optional(),
   MIGRATE_ON_START: booleanString.default(true),
   AUTH_JWT_SECRET: z
     .string()
@@ -64,6 +66,9 @@ const envSchema = z.object({
 
 export type Env = z.input<typeof envSchema>;
 
+/** Every environment variable the service reads (compose files and deploy checks compare against it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
 export interface Config {
   port: number;
   host: string;
@@ -71,6 +76,8 @@ export interface Config {
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
   worker: 'inline' | 'off';
+  /** Where `npm run worker` serves /healthz and /metrics; undefined: no HTTP in the worker. */
+  workerMetricsPort: number | undefined;
   migrateOnStart: boolean;
   auth: {
     jwtSecret: string | undefined;
@@ -151,6 +158,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     worker: e.WORKER,
+    workerMetricsPort: e.WORKER_METRICS_PORT,
     migrateOnStart: e.MIGRATE_ON_START,
     auth: {
       jwtSecret: e.AUTH_JWT_SECRET,

@@ -3,6 +3,9 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { startupBanner } from './banner.js';
 import { createRuntime } from './runtime.js';
 
+/** Under the 10 s that Docker and Kubernetes wait between SIGTERM and SIGKILL. */
+const SHUTDOWN_DEADLINE_MS = 9_000;
+
 let config: Config;
 try {
   config = loadConfig();
@@ -24,15 +27,43 @@ try {
     process.exit(1);
   });
   let stopping = false;
+  /**
+   * Graceful stop, well inside the 10 s an orchestrator waits before SIGKILL: stop accepting,
+   * finish the requests and the job in hand, then close the queue and the database pool. A job
+   * cut off by the deadline is not lost: its row stays, and its lease expiring hands it on.
+   */
+  const shutdown = async () => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // close() ends idle keep-alive sockets once; busy ones become idle after their response.
+    const closeIdle = () => ('closeIdleConnections' in server ? server.closeIdleConnections() : undefined);
+    closeIdle();
+    const idleSweep = setInterval(closeIdle, 100);
+    try {
+      await Promise.all([closed, runtime.stopWorker()]);
+    } finally {
+      clearInterval(idleSweep);
+    }
+    await runtime.close();
+  };
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 10_000);
+    const force = setTimeout(() => {
+      logger.error({ deadlineMs: SHUTDOWN_DEADLINE_MS }, 'shutdown deadline passed; exiting with work in hand');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
     force.unref();
-    server.close(() => {
-      runtime.close().finally(() => process.exit(0));
-    });
+    shutdown().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: (error as Error).name }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -9,7 +9,9 @@ import { createProviders, type Providers } from './extraction/providers.js';
 import { registerExtractionRoutes } from './extraction/routes.js';
 import { buildApp, type ReadinessCheck } from './http/app.js';
 import { BullJobQueue } from './queue/bullmq.js';
+import { registerQueueDashboard } from './queue/dashboard.js';
 import { DatabaseJobQueue } from './queue/database.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { JobQueue } from './queue/types.js';
 import type { Services } from './shared/context.js';
 
@@ -19,11 +21,14 @@ export interface Runtime {
   providers: Providers;
   queue: JobQueue;
   pipeline: PipelineDeps;
+  metrics: Metrics;
   app: ReturnType<typeof buildApp>;
   /** Where a generated development secret lives, when one is in use. */
   devSecretFile: string | undefined;
   /** Starts the extraction worker in this process (WORKER=inline, or the worker entry). */
   startWorker(): void;
+  /** Stops taking jobs and waits for the ones in hand (graceful shutdown); the API keeps serving. */
+  stopWorker(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -52,8 +57,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   }
   const { secret, generatedAt } = resolveJwtSecret(config);
   const verifier = createTokenVerifier({ ...config.auth, jwtSecret: secret });
-  const providers: Providers = { ...createProviders(config.llm), ...options.providers };
+  const metrics = createMetrics();
+  const providers: Providers = { ...createProviders(config.llm, (call) => metrics.observeModelCall(call)), ...options.providers };
   const queue = createQueue(config, database, logger);
+  metrics.setQueueDepth(() => queue.depth());
   const services: Services = {
     config,
     database,
@@ -61,10 +68,25 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     clock: options.clock ?? (() => new Date()),
     logger,
     onUserErased: (tenantId, jobIds) => queue.remove(jobIds.map((jobId) => ({ tenantId, jobId }))),
+    metrics,
   };
-  const pipeline: PipelineDeps = { config, database, logger, ...providers };
+  const pipeline: PipelineDeps = {
+    config,
+    database,
+    logger,
+    ...providers,
+    onJobClaimed: (job) => {
+      if (job.attempts === 1) metrics.observeQueueWait(Date.now() - job.createdAt.getTime());
+    },
+  };
   const readiness: ReadinessCheck[] = config.redisUrl ? [{ name: 'redis', check: () => queue.ping() }] : [];
-  const app = buildApp({ services, verifier, readiness, extraRoutes: [(a) => registerExtractionRoutes(a, services, queue)] });
+  const app = buildApp({
+    services,
+    verifier,
+    readiness,
+    metrics,
+    extraRoutes: [(a) => registerExtractionRoutes(a, services, queue), (a) => registerQueueDashboard(a, queue)],
+  });
   let workerStarted = false;
   return {
     config,
@@ -72,13 +94,25 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     providers,
     queue,
     pipeline,
+    metrics,
     app,
     devSecretFile: generatedAt,
     startWorker() {
       if (workerStarted) return;
       workerStarted = true;
-      queue.startWorker((ref) => processJob(pipeline, ref));
+      queue.startWorker(async (ref) => {
+        const started = performance.now();
+        try {
+          const outcome = await processJob(pipeline, ref);
+          metrics.observeJob(outcome.kind, performance.now() - started);
+          return outcome;
+        } catch (error) {
+          metrics.observeJob('crashed', performance.now() - started);
+          throw error;
+        }
+      });
     },
+    stopWorker: () => queue.stopWorker(),
     async close() {
       await queue.close();
       if (!options.database) await database.close();

@@ -90,13 +90,18 @@ export async function markSucceeded(tx: Db, tenantId: string, id: string, result
     .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id)));
 }
 
-/** A retryable failure: back to queued, due again after the backoff, with the error kept for GET /jobs. */
-export async function markForRetry(tx: Db, tenantId: string, id: string, error: { code: string; message: string }, delayMs: number): Promise<void> {
+/**
+ * A retryable failure: back to queued, due again after the backoff, with the error kept for GET
+ * /jobs. `partial` (what the attempts spent so far) waits in `result` until the job succeeds;
+ * GET /jobs shows `result` only then.
+ */
+export async function markForRetry(tx: Db, tenantId: string, id: string, error: { code: string; message: string }, delayMs: number, partial?: unknown): Promise<void> {
   await tx
     .update(extractionJobs)
     .set({
       status: 'queued',
       error,
+      ...(partial === undefined ? {} : { result: partial }),
       lockedUntil: null,
       runAfter: sql`now() + make_interval(secs => ${delayMs / 1000})`,
       updatedAt: sql`now()`,
@@ -104,10 +109,10 @@ export async function markForRetry(tx: Db, tenantId: string, id: string, error: 
     .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id), eq(extractionJobs.status, 'running')));
 }
 
-export async function markFailed(tx: Db, tenantId: string, id: string, error: { code: string; message: string }): Promise<void> {
+export async function markFailed(tx: Db, tenantId: string, id: string, error: { code: string; message: string }, partial?: unknown): Promise<void> {
   await tx
     .update(extractionJobs)
-    .set({ status: 'failed', error, lockedUntil: null, finishedAt: sql`now()`, updatedAt: sql`now()` })
+    .set({ status: 'failed', error, ...(partial === undefined ? {} : { result: partial }), lockedUntil: null, finishedAt: sql`now()`, updatedAt: sql`now()` })
     .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id), sql`${extractionJobs.status} <> 'succeeded'`));
 }
 

@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { StructuredChat } from '../llm/chat.js';
 import { createEmbedder } from '../llm/embedders.js';
 import { createOpenAIClient } from '../llm/openai-embedder.js';
-import type { Embedder } from '../llm/types.js';
+import type { Embedder, ModelCallObserver } from '../llm/types.js';
 import { LlmExtractor } from './llm-extractor.js';
 import { LlmResolver } from './llm-resolver.js';
 import { OfflineExtractor } from './offline-extractor.js';
@@ -15,12 +15,15 @@ export interface Providers {
   resolver: Resolver;
 }
 
-/** The OpenAI-compatible providers when an endpoint is configured, else the offline ones. */
-export function createProviders(llm: Config['llm']): Providers {
+/**
+ * The OpenAI-compatible providers when an endpoint is configured, else the offline ones.
+ * `observer` hears of every model call (metrics).
+ */
+export function createProviders(llm: Config['llm'], observer?: ModelCallObserver): Providers {
   if (!llm.remote) {
     return { embedder: createEmbedder(llm), extractor: new OfflineExtractor(), resolver: new OfflineResolver() };
   }
   const client = createOpenAIClient(llm);
-  const chat = new StructuredChat({ client, model: llm.model });
-  return { embedder: createEmbedder(llm, client), extractor: new LlmExtractor(chat), resolver: new LlmResolver(chat) };
+  const chat = new StructuredChat({ client, model: llm.model, ...(observer ? { observer } : {}) });
+  return { embedder: createEmbedder(llm, client, observer), extractor: new LlmExtractor(chat), resolver: new LlmResolver(chat) };
 }

@@ -62,7 +62,8 @@ export async function getJob(ctx: RequestContext, id: string): Promise<JobDto> {
   const row = await withTenant(ctx.services.database, tenantId, (tx) => jobsRepo.findJob(tx, tenantId, id, visibleUser(ctx.principal)));
   if (!row) throw notFound('job');
   const dto: JobDto = { job_id: row.id, status: row.status, created_at: row.createdAt.toISOString() };
-  if (row.result) dto.result = row.result as JobResult;
+  // Before success `result` holds only the usage of failed attempts (see markForRetry).
+  if (row.result && row.status === 'succeeded') dto.result = row.result as JobResult;
   if (row.error) dto.error = row.error;
   if (row.finishedAt) dto.finished_at = row.finishedAt.toISOString();
   return dto;

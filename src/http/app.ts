@@ -8,7 +8,10 @@ import { registerRecallRoutes } from '../recall/routes.js';
 import { DomainError } from '../shared/errors.js';
 import type { Services } from '../shared/context.js';
 import type { AppEnv } from './env.js';
-import { authenticate, limitBody, rateLimitPerTenant, requestId } from './middleware.js';
+import { SCOPES } from '../auth/principal.js';
+import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { registerDocsRoutes } from './docs.js';
+import { authenticate, limitBody, observeRequests, rateLimitPerTenant, requestId, scope } from './middleware.js';
 import { openApiDocument } from './openapi.js';
 import { problem } from './problem.js';
 
@@ -23,6 +26,8 @@ export interface AppDependencies {
   readiness?: ReadinessCheck[];
   /** Extra route groups (extraction, jobs, admin) registered by the modules that own them. */
   extraRoutes?: Array<(app: Hono<AppEnv>) => void>;
+  /** The runtime's metrics, served at /metrics; a private set when omitted. */
+  metrics?: Metrics;
 }
 
 const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*'];
@@ -32,7 +37,10 @@ export function buildApp(deps: AppDependencies): Hono<AppEnv> {
   const { services } = deps;
   const app = new Hono<AppEnv>();
 
+  const metrics = deps.metrics ?? createMetrics({ defaultMetrics: false });
+
   app.use('*', requestId());
+  app.use('*', observeRequests(services.logger, metrics));
   app.use('*', limitBody(services.config.http.maxBodyBytes));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -52,11 +60,14 @@ export function buildApp(deps: AppDependencies): Hono<AppEnv> {
     return c.json({ status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results) }, ready ? 200 : 503);
   });
   app.get('/openapi.json', (c) => c.json(openApiDocument()));
+  registerDocsRoutes(app);
+  app.get('/metrics', async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
 
   for (const prefix of PROTECTED_PREFIXES) {
     app.use(prefix, authenticate(deps.verifier));
     app.use(prefix, rateLimitPerTenant(services.config.http.rateLimitPerMinute));
   }
+  app.use('/admin/*', scope(SCOPES.admin));
 
   registerRecallRoutes(app, services);
   registerMemoryRoutes(app, services);

@@ -5,6 +5,8 @@ export interface AppEnv {
   Variables: {
     requestId: string;
     principal: Principal;
+    /** Set by a handler that dispatches to a sub-application, so logs and metrics name one route. */
+    routeTemplate: string;
   };
 }
 
@@ -12,5 +14,6 @@ declare module 'hono' {
   interface ContextVariableMap {
     requestId: string;
     principal: Principal;
+    routeTemplate: string;
   }
 }

@@ -1,7 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import { createHash, randomUUID } from 'node:crypto';
+import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { requireScope, type Scope } from '../auth/principal.js';
+import { matchedRoutes } from 'hono/route';
+import type { Logger } from 'pino';
+import { requireScope, type Principal, type Scope } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/verifier.js';
 import { AuthenticationError, KeySetUnavailableError } from '../auth/verifier.js';
 import { DomainError } from '../shared/errors.js';
@@ -75,5 +77,60 @@ export function scope(required: Scope): MiddlewareHandler {
   return async (c, next) => {
     requireScope(c.get('principal'), required);
     await next();
+  };
+}
+
+/** A tenant id as logs may carry it: a short sha256, enough to correlate lines, not to read. */
+export function tenantHash(tenantId: string): string {
+  return createHash('sha256').update(tenantId, 'utf8').digest('hex').slice(0, 16);
+}
+
+/**
+ * The route that answered, as an OpenAPI-style template (`/memories/{id}`), never the raw path
+ * (which may carry ids, or a user_id in its query); `unmatched` when no route matched.
+ */
+export function routeTemplate(c: Context): string {
+  const explicit = c.get('routeTemplate') as string | undefined;
+  if (explicit) return explicit;
+  const routes = matchedRoutes(c);
+  for (let i = routes.length - 1; i >= 0; i--) {
+    const route = routes[i]!;
+    // app.use() middleware registers as ALL; the handler that answers is the last method route.
+    if (route.method !== 'ALL') return route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)(\{[^}]*\})?\??/g, '{$1}');
+  }
+  return 'unmatched';
+}
+
+export interface HttpObserver {
+  observeHttp(method: string, route: string, status: number, durationMs: number): void;
+}
+
+/**
+ * One JSON log line per request (request id, method, route template, status, duration, a hash of
+ * the tenant) and the HTTP metrics. Never a path, query, header, body or token.
+ */
+export function observeRequests(logger: Logger, metrics?: HttpObserver): MiddlewareHandler {
+  return async (c, next) => {
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      const durationMs = performance.now() - started;
+      const route = routeTemplate(c);
+      const status = c.res.status;
+      const method = c.req.method;
+      metrics?.observeHttp(method, route, status, durationMs);
+      const principal = c.get('principal') as Principal | undefined;
+      const line = {
+        requestId: c.get('requestId'),
+        method,
+        route,
+        status,
+        durationMs: Math.round(durationMs * 10) / 10,
+        ...(principal ? { tenant: tenantHash(principal.tenantId) } : {}),
+      };
+      if (status >= 500) logger.error(line, 'request');
+      else logger.info(line, 'request');
+    }
   };
 }

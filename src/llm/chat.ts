@@ -1,6 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { z } from 'zod';
-import { ProviderOutputError, ProviderUnavailableError, type Usage } from './types.js';
+import { outcomeOfError, report } from './observe.js';
+import { ProviderOutputError, ProviderUnavailableError, type ModelCallObserver, type ModelCallOutcome, type Usage } from './types.js';
 
 export interface StructuredRequest<T> {
   system: string;
@@ -21,6 +22,8 @@ export interface StructuredChatOptions {
   model: string;
   /** Caps each answer; unset leaves it to the server (some compatible servers reject the field). */
   maxCompletionTokens?: number;
+  /** Told about every HTTP call (outcome, latency, tokens), for metrics; never sees content. */
+  observer?: ModelCallObserver;
 }
 
 /** A refusal by the endpoint to serve the request: retrying it unchanged would fail the same way. */
@@ -48,11 +51,13 @@ export class StructuredChat {
   readonly model: string;
   private readonly client: OpenAI;
   private readonly maxCompletionTokens: number | undefined;
+  private readonly observer: ModelCallObserver | undefined;
 
   constructor(options: StructuredChatOptions) {
     this.client = options.client;
     this.model = options.model;
     this.maxCompletionTokens = options.maxCompletionTokens;
+    this.observer = options.observer;
   }
 
   async complete<T>(request: StructuredRequest<T>): Promise<T> {
@@ -83,6 +88,9 @@ export class StructuredChat {
   private async attempt<T>(request: StructuredRequest<T>, messages: OpenAI.ChatCompletionMessageParam[]): Promise<Attempt<T>> {
     let completion: OpenAI.ChatCompletion;
     request.usage.llmCalls += 1;
+    const started = performance.now();
+    const observe = (outcome: ModelCallOutcome, promptTokens = 0, completionTokens = 0) =>
+      report(this.observer, { kind: 'chat', model: this.model, outcome, durationMs: performance.now() - started, promptTokens, completionTokens });
     try {
       completion = await this.client.chat.completions.create(
         {
@@ -98,11 +106,19 @@ export class StructuredChat {
         request.signal ? { signal: request.signal } : undefined,
       );
     } catch (error) {
+      observe(outcomeOfError(error));
       throw mapChatError(error, this.model);
     }
-    request.usage.promptTokens += completion.usage?.prompt_tokens ?? 0;
-    request.usage.completionTokens += completion.usage?.completion_tokens ?? 0;
+    const promptTokens = completion.usage?.prompt_tokens ?? 0;
+    const completionTokens = completion.usage?.completion_tokens ?? 0;
+    request.usage.promptTokens += promptTokens;
+    request.usage.completionTokens += completionTokens;
+    const result = this.interpret(completion, request.zodSchema);
+    observe(result.ok ? 'ok' : 'invalid_output', promptTokens, completionTokens);
+    return result;
+  }
 
+  private interpret<T>(completion: OpenAI.ChatCompletion, schema: z.ZodType<T>): Attempt<T> {
     const choice = completion.choices?.[0];
     const message = choice?.message;
     const answer = typeof message?.content === 'string' ? message.content : '';
@@ -119,7 +135,7 @@ export class StructuredChat {
         answer,
       };
     }
-    return parseAnswer(answer, request.zodSchema);
+    return parseAnswer(answer, schema);
   }
 }
 

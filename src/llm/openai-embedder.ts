@@ -5,7 +5,8 @@ import OpenAI, {
   APIUserAbortError,
 } from 'openai';
 import type { Config } from '../config.js';
-import { ProviderOutputError, ProviderUnavailableError, type Embedder, type Usage } from './types.js';
+import { outcomeOfError, report } from './observe.js';
+import { ProviderOutputError, ProviderUnavailableError, type Embedder, type ModelCallObserver, type ModelCallOutcome, type Usage } from './types.js';
 
 export interface OpenAIEmbedderOptions {
   client: OpenAI;
@@ -13,6 +14,8 @@ export interface OpenAIEmbedderOptions {
   dimensions: number;
   /** Inputs per HTTP request. */
   batchSize?: number;
+  /** Told about every HTTP call (outcome, latency, tokens), for metrics; never sees content. */
+  observer?: ModelCallObserver;
 }
 
 const DEFAULT_BATCH_SIZE = 256;
@@ -24,6 +27,7 @@ export class OpenAIEmbedder implements Embedder {
   private readonly client: OpenAI;
   private readonly model: string;
   private readonly batchSize: number;
+  private readonly observer: ModelCallObserver | undefined;
 
   constructor(options: OpenAIEmbedderOptions) {
     const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -37,6 +41,7 @@ export class OpenAIEmbedder implements Embedder {
     this.model = options.model;
     this.dimensions = options.dimensions;
     this.batchSize = batchSize;
+    this.observer = options.observer;
     this.name = `openai:${options.model}`;
   }
 
@@ -53,6 +58,9 @@ export class OpenAIEmbedder implements Embedder {
 
   private async embedBatch(batch: string[], usage: Usage | undefined): Promise<number[][]> {
     let response: OpenAI.Embeddings.CreateEmbeddingResponse;
+    const started = performance.now();
+    const observe = (outcome: ModelCallOutcome, promptTokens = 0) =>
+      report(this.observer, { kind: 'embedding', model: this.model, outcome, durationMs: performance.now() - started, promptTokens, completionTokens: 0 });
     try {
       if (usage) usage.embeddingCalls += 1;
       response = await this.client.embeddings.create({
@@ -63,21 +71,34 @@ export class OpenAIEmbedder implements Embedder {
         encoding_format: 'float',
       });
     } catch (error) {
+      observe(outcomeOfError(error));
       throw mapEmbeddingError(error, this.model);
     }
-    if (usage) usage.promptTokens += response.usage?.prompt_tokens ?? 0;
+    const promptTokens = response.usage?.prompt_tokens ?? 0;
+    if (usage) usage.promptTokens += promptTokens;
+    try {
+      const vectors = this.vectorsOf(response, batch.length);
+      observe('ok', promptTokens);
+      return vectors;
+    } catch (error) {
+      observe('invalid_output', promptTokens);
+      throw error;
+    }
+  }
 
+  /** The response's vectors in input order, checked and normalised; ProviderOutputError otherwise. */
+  private vectorsOf(response: OpenAI.Embeddings.CreateEmbeddingResponse, inputs: number): number[][] {
     const data = response.data;
-    if (!Array.isArray(data) || data.length !== batch.length) {
+    if (!Array.isArray(data) || data.length !== inputs) {
       throw new ProviderOutputError(
-        `embedding model ${this.model} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${batch.length} inputs`,
+        `embedding model ${this.model} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${inputs} inputs`,
       );
     }
     // The API gives each vector its input's index; do not rely on the array order.
-    const vectors = new Array<number[] | undefined>(batch.length);
+    const vectors = new Array<number[] | undefined>(inputs);
     for (const item of data) {
       const index = item.index;
-      if (!Number.isInteger(index) || index < 0 || index >= batch.length || vectors[index] !== undefined) {
+      if (!Number.isInteger(index) || index < 0 || index >= inputs || vectors[index] !== undefined) {
         throw new ProviderOutputError(`embedding model ${this.model} returned an invalid or repeated index ${index}`);
       }
       vectors[index] = this.normalise(item.embedding, index);

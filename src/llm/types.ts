@@ -45,3 +45,18 @@ export class ProviderOutputError extends Error {
     this.name = 'ProviderOutputError';
   }
 }
+
+/** How one model call ended, for metrics: bounded values only. */
+export type ModelCallOutcome = 'ok' | 'invalid_output' | 'timeout' | 'rate_limited' | 'unavailable' | 'rejected' | 'aborted' | 'error';
+
+/** One HTTP call to a chat or embedding endpoint, as its observer sees it (no content, ever). */
+export interface ModelCall {
+  kind: 'chat' | 'embedding';
+  model: string;
+  outcome: ModelCallOutcome;
+  durationMs: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export type ModelCallObserver = (call: ModelCall) => void;

@@ -141,10 +141,15 @@ export class BullJobQueue implements JobQueue {
     await this.connection.ping();
   }
 
-  async close(): Promise<void> {
+  async stopWorker(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     await this.sweeping;
+    // Waits for the jobs in hand; takes no new ones meanwhile.
     if (this.worker) await this.worker.close();
+  }
+
+  async close(): Promise<void> {
+    await this.stopWorker();
     await this.queue.close();
     this.workerConnection?.disconnect();
     this.connection.disconnect();

@@ -17,6 +17,11 @@ export interface JobQueue {
   /** Jobs waiting or delayed (not running). */
   depth(): Promise<number>;
   ping(): Promise<void>;
+  /**
+   * Stops taking jobs and lets the ones in hand finish; the queue can still enqueue (an API
+   * draining its last requests). A no-op where no worker runs.
+   */
+  stopWorker(): Promise<void>;
   /** Stops taking jobs, lets the ones in hand finish, then releases connections. */
   close(): Promise<void>;
 }

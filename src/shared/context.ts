@@ -13,6 +13,12 @@ export interface Services {
   logger: Logger;
   /** Called after a user's data is erased, to drop their queued jobs outside the database too. */
   onUserErased?: (tenantId: string, jobIds: string[]) => Promise<void>;
+  /** Hears what use cases measure (src/observability/metrics.ts implements it); optional. */
+  metrics?: ServiceMetrics;
+}
+
+export interface ServiceMetrics {
+  observeRecall(durationMs: number, candidates: number): void;
 }
 
 /** What a use case needs for one request: the services and who is asking. */

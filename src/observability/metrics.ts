@@ -1,0 +1,158 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ModelCall } from '../llm/types.js';
+
+/**
+ * Prometheus metrics for one runtime. Each runtime owns its Registry (never prom-client's global
+ * one), so tests can build many apps in one process. Label values are bounded by construction:
+ * route templates, statuses, outcomes and configured model names, never a tenant, user or raw id.
+ */
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const JOB_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+const WAIT_SECONDS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600];
+const MODEL_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120];
+const CANDIDATES = [0, 1, 5, 10, 25, 50, 100, 250, 500, 1000];
+
+/** How a job attempt ended in the worker: the pipeline's outcomes, plus a processor that threw. */
+export type JobOutcomeLabel = 'succeeded' | 'failed' | 'retry' | 'skipped' | 'crashed';
+
+export interface Metrics {
+  readonly registry: Registry;
+  observeHttp(method: string, route: string, status: number, durationMs: number): void;
+  observeRecall(durationMs: number, candidates: number): void;
+  observeJob(outcome: JobOutcomeLabel, durationMs: number): void;
+  /** Time from a job's acceptance to its first start. */
+  observeQueueWait(waitMs: number): void;
+  observeModelCall(call: ModelCall): void;
+  /** Where the queue-depth gauge reads from at scrape time. */
+  setQueueDepth(source: () => Promise<number>): void;
+  /** The Prometheus text exposition of every metric. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'engram_' });
+
+  const httpRequests = new Counter({
+    name: 'engram_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'engram_http_request_duration_seconds',
+    help: 'HTTP request latency, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  });
+  const recallDuration = new Histogram({
+    name: 'engram_recall_duration_seconds',
+    help: 'Recall latency: embedding the query, retrieving and scoring candidates.',
+    buckets: SECONDS,
+    registers: [registry],
+  });
+  const recallCandidates = new Histogram({
+    name: 'engram_recall_candidates',
+    help: 'Candidates scored per recall.',
+    buckets: CANDIDATES,
+    registers: [registry],
+  });
+  const jobs = new Counter({
+    name: 'engram_extraction_jobs_total',
+    help: 'Extraction job attempts processed by this process, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const jobDuration = new Histogram({
+    name: 'engram_extraction_job_duration_seconds',
+    help: 'Extraction job attempt duration, by outcome.',
+    labelNames: ['outcome'] as const,
+    buckets: JOB_SECONDS,
+    registers: [registry],
+  });
+  const queueWait = new Histogram({
+    name: 'engram_extraction_queue_wait_seconds',
+    help: 'Time from a job being accepted to its first attempt starting.',
+    buckets: WAIT_SECONDS,
+    registers: [registry],
+  });
+  let depthSource: (() => Promise<number>) | undefined;
+  new Gauge({
+    name: 'engram_queue_depth',
+    help: 'Extraction jobs waiting to run (queued or delayed, not running), read at scrape time.',
+    registers: [registry],
+    async collect() {
+      if (!depthSource) return;
+      try {
+        this.set(await withTimeout(depthSource(), 2000));
+      } catch {
+        // The queue is unreachable: report nothing rather than fail the scrape (readiness says why).
+        this.reset();
+      }
+    },
+  });
+  const modelCalls = new Counter({
+    name: 'engram_model_calls_total',
+    help: 'Calls to the chat and embedding endpoints, by kind, model and outcome.',
+    labelNames: ['kind', 'model', 'outcome'] as const,
+    registers: [registry],
+  });
+  const modelDuration = new Histogram({
+    name: 'engram_model_call_duration_seconds',
+    help: 'Latency of calls to the chat and embedding endpoints, by kind, model and outcome.',
+    labelNames: ['kind', 'model', 'outcome'] as const,
+    buckets: MODEL_SECONDS,
+    registers: [registry],
+  });
+  const modelTokens = new Counter({
+    name: 'engram_model_tokens_total',
+    help: 'Tokens the endpoints reported, by kind, model and type (prompt or completion): the cost basis.',
+    labelNames: ['kind', 'model', 'type'] as const,
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    observeHttp(method, route, status, durationMs) {
+      const labels = { method, route, status: String(status) };
+      httpRequests.inc(labels);
+      httpDuration.observe(labels, durationMs / 1000);
+    },
+    observeRecall(durationMs, candidates) {
+      recallDuration.observe(durationMs / 1000);
+      recallCandidates.observe(candidates);
+    },
+    observeJob(outcome, durationMs) {
+      jobs.inc({ outcome });
+      jobDuration.observe({ outcome }, durationMs / 1000);
+    },
+    observeQueueWait(waitMs) {
+      queueWait.observe(Math.max(0, waitMs) / 1000);
+    },
+    observeModelCall(call) {
+      const labels = { kind: call.kind, model: call.model, outcome: call.outcome };
+      modelCalls.inc(labels);
+      modelDuration.observe(labels, call.durationMs / 1000);
+      if (call.promptTokens > 0) modelTokens.inc({ kind: call.kind, model: call.model, type: 'prompt' }, call.promptTokens);
+      if (call.completionTokens > 0) modelTokens.inc({ kind: call.kind, model: call.model, type: 'completion' }, call.completionTokens);
+    },
+    setQueueDepth(source) {
+      depthSource = source;
+    },
+    render: () => registry.metrics(),
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timed out')), ms);
+    }),
+  ]);
+}

@@ -1,0 +1,54 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { HonoAdapter } from '@bull-board/hono';
+import { serveStatic } from '@hono/node-server/serve-static';
+import { Hono, type Context } from 'hono';
+import type { AppEnv } from '../http/env.js';
+import { DomainError } from '../shared/errors.js';
+import { BullJobQueue } from './bullmq.js';
+import type { JobQueue } from './types.js';
+
+export const DASHBOARD_PATH = '/admin/queues';
+
+/**
+ * GET /admin/queues: bull-board's dashboard over the BullMQ extraction queue, read-only (jobs are
+ * driven by their database rows; retrying or removing them from Redis by hand would bypass that).
+ * The app's /admin/* middleware has already required a token with `engram:admin`. Without Redis
+ * there is no BullMQ queue to show, and the route answers 404.
+ *
+ * The board is a Hono app of its own, reached by dispatch rather than mounted, so its internal
+ * routes (static files, its JSON API) stay out of the app's documented route table.
+ */
+export function registerQueueDashboard(app: Hono<AppEnv>, queue: JobQueue): void {
+  if (!(queue instanceof BullJobQueue)) {
+    app.get(DASHBOARD_PATH, () => {
+      throw new DomainError('not_found', 'the queue dashboard is served only with REDIS_URL (BullMQ)');
+    });
+    return;
+  }
+  const adapter = new HonoAdapter(serveStatic);
+  adapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: [new BullMQAdapter(queue.queue, { readOnlyMode: true })],
+    serverAdapter: adapter,
+    options: { uiConfig: { boardTitle: 'Engram queues' } },
+  });
+  const board = new Hono().route(DASHBOARD_PATH, adapter.registerPlugin());
+  app.get(DASHBOARD_PATH, (c) => serveBoard(board, c));
+  app.all(`${DASHBOARD_PATH}/*`, (c) => {
+    c.set('routeTemplate', `${DASHBOARD_PATH}/*`);
+    // Read-only whatever the board's own checks: it may look, never pause, retry, clean or add.
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw new DomainError('forbidden', 'the queue dashboard is read-only');
+    return serveBoard(board, c);
+  });
+}
+
+/** The board's answer, with its pages' one remote stylesheet (web fonts) left out: no network needed. */
+async function serveBoard(board: Hono, c: Context<AppEnv>): Promise<Response> {
+  const response = await board.fetch(c.req.raw);
+  if (!(response.headers.get('content-type') ?? '').startsWith('text/html')) return response;
+  const html = (await response.text()).replace(/<link\b[^>]*\bhref="https?:\/\/[^"]*"[^>]*>/gi, '');
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  return new Response(html, { status: response.status, headers });
+}
