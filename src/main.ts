@@ -19,7 +19,8 @@ try {
   const { logger } = runtime.services;
   if (config.worker === 'inline') runtime.startWorker();
   const server = serve({ fetch: runtime.app.fetch, port: config.port, hostname: config.host }, (info) => {
-    process.stdout.write(`${startupBanner(runtime, info.port)}\n`);
+    // For a developer at a terminal or on the embedded default; production log streams stay pure JSON.
+    if (process.stdout.isTTY || !config.databaseUrl) process.stdout.write(`${startupBanner(runtime, info.port)}\n`);
     logger.info({ port: info.port, database: runtime.services.database.kind, queue: runtime.queue.kind }, 'engram listening');
   });
   server.on('error', (error: NodeJS.ErrnoException) => {
