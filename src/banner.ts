@@ -16,8 +16,10 @@ export function startupBanner(runtime: Runtime, port: number): string {
   const llm = config.llm.remote
     ? `${providers.extractor.name}, embeddings ${providers.embedder.name}`
     : 'offline (no OPENAI_API_KEY / OPENAI_BASE_URL): heuristic extraction and lexical embeddings, no LLM';
+  // The token command must see the same DATA_DIR as this process to sign with the same secret.
+  const dataDirPrefix = path.resolve(config.dataDir) === path.resolve('./.data') ? '' : `DATA_DIR=${config.dataDir} `;
   const token = runtime.devSecretFile
-    ? `npm run token -- --tenant demo --user alice   (dev secret: ${runtime.devSecretFile})`
+    ? `${dataDirPrefix}npm run token -- --tenant demo --user alice   (dev secret: ${runtime.devSecretFile})`
     : config.auth.jwtSecret
       ? 'npm run token -- --tenant demo --user alice   (signed with AUTH_JWT_SECRET)'
       : 'tokens come from your identity provider (AUTH_JWKS_URL)';

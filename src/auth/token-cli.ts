@@ -3,18 +3,30 @@ import { ConfigError, loadConfig } from '../config.js';
 import { resolveJwtSecret } from './dev-secret.js';
 import { DEFAULT_DEV_SCOPE, signDevToken } from './sign.js';
 
-function main(): Promise<void> | void {
-  const { values } = parseArgs({
-    options: {
-      tenant: { type: 'string' },
-      user: { type: 'string' },
-      scope: { type: 'string', default: DEFAULT_DEV_SCOPE },
-      ttl: { type: 'string', default: '3600' },
-    },
-  });
-  if (!values.tenant) {
-    process.stderr.write('usage: npm run token -- --tenant T --user U [--scope "memories:read memories:write"] [--ttl SECONDS]\n');
+const USAGE = 'usage: npm run token -- --tenant T --user U [--scope "memories:read memories:write memories:delete"] [--ttl SECONDS]\n';
+
+function readArgs() {
+  try {
+    return parseArgs({
+      options: {
+        tenant: { type: 'string' },
+        user: { type: 'string' },
+        scope: { type: 'string', default: DEFAULT_DEV_SCOPE },
+        ttl: { type: 'string', default: '3600' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
     process.exit(2);
+  }
+}
+
+function main(): Promise<void> | void {
+  const values = readArgs();
+  if (values.help || !values.tenant) {
+    process.stderr.write(USAGE);
+    process.exit(values.help ? 0 : 2);
   }
   const config = loadConfig();
   const { secret } = resolveJwtSecret(config);

@@ -33,7 +33,8 @@ export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string |
   const jwks: JWTVerifyGetKey | undefined = auth.jwksUrl
     ? createRemoteJWKSet(new URL(auth.jwksUrl), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000, timeoutDuration: 5_000 })
     : undefined;
-  const common = { issuer: auth.issuer, audience: auth.audience, clockTolerance: auth.clockToleranceSeconds };
+  // A token without exp would never expire: refused.
+  const common = { issuer: auth.issuer, audience: auth.audience, clockTolerance: auth.clockToleranceSeconds, requiredClaims: ['exp'] };
 
   return {
     async verify(token) {
@@ -74,6 +75,10 @@ function toAuthenticationError(error: unknown): AuthenticationError {
   return new AuthenticationError('the token is not valid');
 }
 
+function isSafeIdentifier(value: string): boolean {
+  return value.trim().length > 0 && value.length <= 256 && !value.includes('\u0000') && value.isWellFormed();
+}
+
 function principalFrom(payload: JWTPayload, tenantClaim: string): Principal {
   const tenant = payload[tenantClaim];
   if (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)) {
@@ -85,6 +90,11 @@ function principalFrom(payload: JWTPayload, tenantClaim: string): Principal {
     : typeof rawScope === 'string'
       ? rawScope.split(/\s+/).filter(Boolean)
       : [];
-  const subject = typeof payload.sub === 'string' && payload.sub.length > 0 ? payload.sub : undefined;
+  let subject: string | undefined;
+  if (payload.sub !== undefined) {
+    // The subject becomes a user id in SQL: the same rules as a user_id in a body.
+    if (typeof payload.sub !== 'string' || !isSafeIdentifier(payload.sub)) throw new AuthenticationError('the token has no valid sub claim');
+    subject = payload.sub;
+  }
   return { tenantId: tenant, subject, scopes: new Set(scopes) };
 }

@@ -69,6 +69,10 @@ const UNAVAILABLE_CODES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
   '53300', // too_many_connections
+  '3D000', // invalid_catalog_name: the database is gone or renamed
+  '28000', // invalid_authorization_specification
+  '28P01', // invalid_password
+  '55000', // object_not_in_prerequisite_state: e.g. the database does not allow connections
   '08000',
   '08003',
   '08006',

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { isDatabaseUnavailable } from '../db/client.js';
 import { withTenant } from '../db/tenant.js';
 import * as memoryRepo from '../memories/repository.js';
+import { storeAsGiven } from '../memories/service.js';
 import { emptyUsage, type Embedder, type Usage } from '../llm/types.js';
 import * as jobsRepo from './jobs-repository.js';
 import { contentHash } from './normalise.js';
@@ -114,7 +115,7 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
   let dropped = 0;
   let resolverName = 'none';
   if (!payload.infer) {
-    operations = planned.map((_, factIndex) => ({ factIndex, operation: 'ADD' as const }));
+    operations = []; // stored as given by storeAsGiven in the apply transaction
   } else if (planned.length === 0) {
     operations = [];
   } else {
@@ -180,7 +181,29 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
       source: fact.source_message_indexes ? { messageIndexes: fact.source_message_indexes } : null,
     });
 
-    for (const op of operations) {
+    // When the replaced fact stopped being true: when the new one began (as the transcript dates
+    // it, or when the job was accepted), never before the old one began nor after now. So an
+    // as_of between the two facts sees the old one, as a bitemporal store should.
+    const endOf = (target: { occurredAt: Date }, fact: ExtractedFact): Date => {
+      const began = fact.occurred_at ? new Date(fact.occurred_at) : job.createdAt;
+      return new Date(Math.min(now.getTime(), Math.max(target.occurredAt.getTime(), began.getTime())));
+    };
+
+    if (!payload.infer) {
+      // infer: false stores every user message as written, like POST /memories.
+      const stored = await storeAsGiven(tx, {
+        tenantId: job.tenantId,
+        userId: job.userId,
+        rows: planned.map((p) => rowFor(p.fact, p.fact.content, p.embedding)),
+        actor,
+        jobId: job.id,
+        now,
+      });
+      counts.added += stored.length;
+      memoryIds.push(...stored.map((m) => m.id));
+    }
+
+    for (const op of payload.infer ? operations : []) {
       const plannedFact = planned[op.factIndex];
       if (!plannedFact) continue;
       if (op.operation === 'NOOP') {
@@ -201,7 +224,7 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
       const target = await memoryRepo.findMemory(tx, job.tenantId, op.targetMemoryId, job.userId);
       if (op.operation === 'DELETE') {
         // Superseded without a replacement: the row and its history stay, recall stops seeing it.
-        const superseded = await memoryRepo.supersedeMemories(tx, job.tenantId, [op.targetMemoryId], now, null);
+        const superseded = target ? await memoryRepo.supersedeMemories(tx, job.tenantId, [target.id], endOf(target, plannedFact.fact), null) : [];
         if (superseded.length === 0 || !target) {
           counts.unchanged += 1;
           continue;
@@ -229,7 +252,7 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
         continue;
       }
       // Supersede first: the partial unique index only covers current rows.
-      await memoryRepo.supersedeMemories(tx, job.tenantId, [target.id], now, null);
+      await memoryRepo.supersedeMemories(tx, job.tenantId, [target.id], endOf(target, plannedFact.fact), null);
       const [inserted] = await memoryRepo.insertMemoriesSkippingDuplicates(tx, [rowFor(plannedFact.fact, content, embedding)]);
       const replacementId = inserted?.id ?? (await memoryRepo.findCurrentByHashes(tx, job.tenantId, job.userId, [contentHash(content)]))[0]?.id ?? null;
       if (replacementId) await memoryRepo.setSupersededBy(tx, job.tenantId, target.id, replacementId);
@@ -289,7 +312,7 @@ function verbatimFacts(payload: JobPayload, jobCreatedAt: Date): ExtractedFact[]
     if (message.role !== 'user' || content.length === 0) return [];
     return [
       {
-        content: content.slice(0, 10_000),
+        content,
         importance: 5,
         category: null,
         occurred_at: message.created_at ?? jobCreatedAt.toISOString(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idText, isoDateTime, metadataObject } from '../memories/schemas.js';
+import { MAX_MEMORY_CHARS, idText, isoDateTime, metadataObject } from '../memories/schemas.js';
 
 export const extractMessage = z.strictObject({
   role: z.enum(['user', 'assistant', 'system', 'tool']),
@@ -15,6 +15,15 @@ export const extractBody = z.strictObject({
   messages: z.array(extractMessage).min(1).max(500),
   metadata: metadataObject.optional(),
   infer: z.boolean().default(true),
+}).superRefine((body, ctx) => {
+  // infer: false stores user messages as written: one that could not be stored whole is refused
+  // now, rather than cut short later.
+  if (body.infer) return;
+  body.messages.forEach((message, index) => {
+    if (message.role === 'user' && message.content.trim().length > MAX_MEMORY_CHARS) {
+      ctx.addIssue({ code: 'custom', path: ['messages', index, 'content'], message: `with infer: false a user message is stored as one memory, at most ${MAX_MEMORY_CHARS} characters` });
+    }
+  });
 });
 export type ExtractBody = z.output<typeof extractBody>;
 

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { TokenVerifier } from '../auth/verifier.js';
-import { isDatabaseUnavailable } from '../db/client.js';
+import { isDatabaseUnavailable, sqlState } from '../db/client.js';
 import { ProviderOutputError, ProviderUnavailableError } from '../llm/types.js';
 import { registerMemoryRoutes } from '../memories/routes.js';
 import { registerRecallRoutes } from '../recall/routes.js';
@@ -96,11 +96,19 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
   return new DomainError('internal', 'an internal error occurred; the request id identifies it in the logs');
 }
 
-/** Name, code and stack, never a message that might quote request data. */
-function errorSummary(error: unknown): Record<string, unknown> {
+/**
+ * Name, code and stack frames: never a message, which may quote request data (a failed query's
+ * message lists its parameters, i.e. memory content or a transcript).
+ */
+export function errorSummary(error: unknown): Record<string, unknown> {
   if (!(error instanceof Error)) return { type: typeof error };
-  const code = 'code' in error ? (error as { code?: unknown }).code : undefined;
-  return { name: error.name, code, stack: error.stack?.split('\n').slice(1, 6).join('\n') };
+  const code = sqlState(error) ?? ('code' in error ? String((error as { code?: unknown }).code) : undefined);
+  const frames = (error.stack ?? '')
+    .split('\n')
+    .filter((line) => /^\s+at /.test(line))
+    .slice(0, 6)
+    .join('\n');
+  return { name: error.name, code, stack: frames };
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -34,7 +34,11 @@ export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
   return async (c, next) => {
     const header = c.req.header('authorization');
     const match = header ? /^Bearer\s+([A-Za-z0-9._~+\/=-]+)\s*$/i.exec(header) : null;
-    if (!match) throw new DomainError('unauthorized', header ? 'the Authorization header must be "Bearer <token>"' : 'a bearer token is required');
+    if (!match) {
+      throw new DomainError('unauthorized', header ? 'the Authorization header must be "Bearer <token>"' : 'a bearer token is required', {
+        credentialsSent: Boolean(header),
+      });
+    }
     try {
       c.set('principal', await verifier.verify(match[1]!));
     } catch (error) {

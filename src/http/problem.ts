@@ -59,7 +59,10 @@ export function problem(c: Context, error: DomainError): Response {
   };
   if (error.details.errors?.length) body.errors = error.details.errors;
   const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
-  if (error.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="engram", error="invalid_token"';
+  // RFC 6750 §3.1: no error code when the request carried no credentials at all.
+  if (error.code === 'unauthorized') {
+    headers['www-authenticate'] = error.details.credentialsSent === false ? 'Bearer realm="engram"' : 'Bearer realm="engram", error="invalid_token"';
+  }
   if (error.details.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.details.retryAfterSeconds);
   return c.body(JSON.stringify(body), status, headers);
 }

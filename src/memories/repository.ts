@@ -37,6 +37,9 @@ export interface NewMemoryRow {
   createdAt: Date;
   sourceJobId?: string | null;
   source?: { messageIndexes?: number[] } | null;
+  /** Set when the row is stored already superseded (a later row of the same batch repeats it). */
+  validTo?: Date | null;
+  supersededBy?: string | null;
 }
 
 export type MemoryEventType = 'ADD' | 'UPDATE' | 'SUPERSEDE' | 'DELETE';
@@ -50,6 +53,7 @@ export interface NewMemoryEvent {
   newContent: string | null;
   jobId: string | null;
   actor: string;
+  createdAt?: Date;
 }
 
 /**
@@ -65,6 +69,15 @@ export async function insertMemoriesSkippingDuplicates(tx: Db, rows: NewMemoryRo
       target: [memories.tenantId, memories.userId, memories.contentHash],
       where: isNull(memories.validTo),
     })
+    .returning({ ...memoryColumns, contentHash: memories.contentHash });
+}
+
+/** Inserts rows as given; the caller holds the user's lock and has superseded identical ones. */
+export async function insertMemories(tx: Db, rows: NewMemoryRow[]): Promise<Array<MemoryFields & { contentHash: string }>> {
+  if (rows.length === 0) return [];
+  return tx
+    .insert(memories)
+    .values(rows.map((row) => ({ ...row, updatedAt: row.createdAt, sourceJobId: row.sourceJobId ?? null, source: row.source ?? null })))
     .returning({ ...memoryColumns, contentHash: memories.contentHash });
 }
 
@@ -142,7 +155,7 @@ export async function supersedeMemories(tx: Db, tenantId: string, ids: string[],
   if (ids.length === 0) return [];
   const rows = await tx
     .update(memories)
-    .set({ validTo: at, supersededBy, updatedAt: at })
+    .set({ validTo: at, supersededBy, updatedAt: sql`now()` })
     .where(and(eq(memories.tenantId, tenantId), inArray(memories.id, ids), isNull(memories.validTo)))
     .returning({ id: memories.id });
   return rows.map((r) => r.id);

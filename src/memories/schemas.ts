@@ -10,7 +10,8 @@ export const isoDateTime = z.iso
 export const metadataObject = z.record(z.string().max(256), z.json());
 export const importance = z.number().int().min(1).max(10);
 export const category = z.string().trim().min(1).max(64);
-export const memoryContent = z.string().trim().min(1, 'must not be empty').max(10_000);
+export const MAX_MEMORY_CHARS = 10_000;
+export const memoryContent = z.string().trim().min(1, 'must not be empty').max(MAX_MEMORY_CHARS);
 
 export const newMemoryInput = z.strictObject({
   content: memoryContent,

@@ -1,11 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { SCOPES, requireScope, resolveUserId, visibleUser } from '../auth/principal.js';
 import { withTenant } from '../db/tenant.js';
-import { sqlState } from '../db/client.js';
+import { sqlState, type Db } from '../db/client.js';
 import { contentHash } from '../extraction/normalise.js';
 import { DomainError, notFound, validationFailed } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
 import * as repo from './repository.js';
-import { toMemoryDto, type AddMemoriesBody, type ListMemoriesQuery, type MemoryDto, type PatchMemoryBody } from './schemas.js';
+import { toMemoryDto, type AddMemoriesBody, type MemoryFields, type ListMemoriesQuery, type MemoryDto, type PatchMemoryBody } from './schemas.js';
 
 const DEFAULT_IMPORTANCE = 5;
 
@@ -13,7 +14,7 @@ export function actorOf(ctx: RequestContext): string {
   return ctx.principal.subject ? `user:${ctx.principal.subject}` : 'service';
 }
 
-/** Direct add: stored as given (no LLM), one ADD event each, answered in input order. */
+/** Direct add: stored as given (no LLM), one ADD event each, answered in input order (see storeAsGiven). */
 export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): Promise<MemoryDto[]> {
   requireScope(ctx.principal, SCOPES.write);
   const { tenantId } = ctx.principal;
@@ -35,22 +36,10 @@ export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): P
     expiresAt: m.expires_at ? new Date(m.expires_at) : null,
     createdAt: now,
   }));
-  return withTenant(ctx.services.database, tenantId, async (tx) => {
-    const inserted = await repo.insertMemoriesSkippingDuplicates(tx, rows);
-    await repo.insertEvents(
-      tx,
-      inserted.map((m) => ({ tenantId, memoryId: m.id, userId, event: 'ADD', oldContent: null, newContent: m.content, jobId: null, actor: actorOf(ctx) })),
-    );
-    // A fact the user already holds is not stored twice: the existing memory answers for it.
-    const byHash = new Map(inserted.map((m) => [m.contentHash, m]));
-    const missing = [...new Set(rows.map((r) => r.contentHash).filter((h) => !byHash.has(h)))];
-    for (const existing of await repo.findCurrentByHashes(tx, tenantId, userId, missing)) byHash.set(existing.contentHash, existing);
-    return rows.map((row) => {
-      const memory = byHash.get(row.contentHash);
-      if (!memory) throw new DomainError('conflict', 'a concurrent change removed a memory while it was being added; retry');
-      return toMemoryDto(memory);
-    });
-  });
+  const stored = await withTenant(ctx.services.database, tenantId, (tx) =>
+    storeAsGiven(tx, { tenantId, userId, rows, actor: actorOf(ctx), jobId: null, now }),
+  );
+  return stored.map(toMemoryDto);
 }
 
 interface Cursor {
@@ -144,4 +133,62 @@ export async function getHistory(ctx: RequestContext, id: string) {
       created_at: e.createdAt.toISOString(),
     })),
   };
+}
+
+export interface StoreAsGivenInput {
+  tenantId: string;
+  userId: string;
+  rows: repo.NewMemoryRow[];
+  actor: string;
+  jobId: string | null;
+  now: Date;
+}
+
+/**
+ * Stores each row as given, in order, with an ADD event each. A row whose normalised content is
+ * already a current memory of the user supersedes that memory (valid_to, superseded_by and a
+ * SUPERSEDE event), so the newest importance, category and metadata win while the old row and its
+ * history stay; within a batch a later repeat supersedes an earlier one the same way. There is
+ * never more than one current memory per fact. The caller's transaction is tenant-bound.
+ */
+export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<Array<MemoryFields & { contentHash: string }>> {
+  const { tenantId, userId, now } = input;
+  await repo.lockUser(tx, tenantId, userId);
+  const ids = input.rows.map(() => randomUUID());
+  const lastIndexOfHash = new Map<string, number>();
+  input.rows.forEach((row, index) => lastIndexOfHash.set(row.contentHash, index));
+  const rows = input.rows.map((row, index) => {
+    const last = lastIndexOfHash.get(row.contentHash)!;
+    return last === index ? { ...row, id: ids[index]! } : { ...row, id: ids[index]!, validTo: now, supersededBy: ids[last]! };
+  });
+  const existing = await repo.findCurrentByHashes(tx, tenantId, userId, [...lastIndexOfHash.keys()]);
+  const events: repo.NewMemoryEvent[] = [];
+  const event = (memoryId: string, type: repo.MemoryEventType, oldContent: string | null, newContent: string | null): repo.NewMemoryEvent => ({
+    tenantId,
+    memoryId,
+    userId,
+    event: type,
+    oldContent,
+    newContent,
+    jobId: input.jobId,
+    actor: input.actor,
+    createdAt: now,
+  });
+  for (const old of existing) {
+    const replacement = rows[lastIndexOfHash.get(old.contentHash)!]!;
+    await repo.supersedeMemories(tx, tenantId, [old.id], now, replacement.id);
+    events.push(event(old.id, 'SUPERSEDE', old.content, replacement.content));
+  }
+  const inserted = await repo.insertMemories(tx, rows);
+  const byId = new Map(inserted.map((m) => [m.id, m]));
+  for (const row of rows) {
+    events.push(event(row.id, 'ADD', null, row.content));
+    if (row.supersededBy) {
+      // Stored and superseded in one transaction: a millisecond apart, so its history reads in order.
+      const superseded = event(row.id, 'SUPERSEDE', row.content, rows[lastIndexOfHash.get(row.contentHash)!]!.content);
+      events.push({ ...superseded, createdAt: new Date(now.getTime() + 1) });
+    }
+  }
+  await repo.insertEvents(tx, events);
+  return rows.map((row) => byId.get(row.id)!);
 }

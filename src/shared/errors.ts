@@ -25,7 +25,7 @@ export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly details: { errors?: FieldError[]; retryAfterSeconds?: number } = {},
+    readonly details: { errors?: FieldError[]; retryAfterSeconds?: number; credentialsSent?: boolean } = {},
   ) {
     super(message);
     this.name = 'DomainError';

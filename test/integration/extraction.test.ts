@@ -196,6 +196,25 @@ describe('extraction with an OpenAI-compatible model', () => {
     expect(pastIds).not.toContain(berlinId);
   });
 
+  it('a superseded fact stops being valid when the newer fact began, not when the job ran', async () => {
+    const { token } = await subject('bitemporal');
+    llm.enqueueChat(factsReply([{ content: 'User lives in Lyon', occurred_at: '2024-01-01T00:00:00Z' }]), 'extraction');
+    const job1 = await waitForJob(app, token, await postExtract(app, token, said('I live in Lyon.')), 'succeeded');
+    const lyonId = job1.result!.memory_ids[0]!;
+    llm.enqueueChat(factsReply([{ content: 'User lives in Nantes', occurred_at: '2025-06-01T00:00:00Z' }]), 'extraction');
+    llm.enqueueChat(decisionsReply([{ fact_index: 0, operation: 'UPDATE', target: '0', content: 'User lives in Nantes' }]), 'resolution');
+    await waitForJob(app, token, await postExtract(app, token, said('I moved to Nantes in June 2025.')), 'succeeded');
+
+    const lyon = await app.call('GET', `/memories/${lyonId}`, { token });
+    expect(lyon.body.valid_to).toBe('2025-06-01T00:00:00.000Z');
+    const recallAt = async (asOf: string) =>
+      (await app.call('POST', '/memories/recall', { token, body: { query: 'where does the user live', as_of: asOf } })).body.memories.map(
+        (m: { content: string }) => m.content,
+      );
+    expect(await recallAt('2025-07-01T00:00:00Z')).toEqual(['User lives in Nantes']);
+    expect(await recallAt('2025-05-01T00:00:00Z')).toEqual(['User lives in Lyon']);
+  });
+
   it('"I no longer have a dog" supersedes the dog without a replacement (DELETE)', async () => {
     const { user, token } = await subject('dog');
     const [dogId, catId] = (await addDirectly(token, ['User has a dog named Rex', 'User has a cat named Tom'])) as [string, string];

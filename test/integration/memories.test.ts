@@ -34,11 +34,31 @@ describe('direct add, get, list, patch, history, delete', () => {
     expect(history.body.events[0]).toMatchObject({ event: 'ADD', old_content: null, new_content: 'Alice is allergic to peanuts' });
   });
 
-  it('does not store the same fact twice for one user', async () => {
-    const a = await app.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice owns a red bicycle' }] } });
-    const b = await app.call('POST', '/memories', { token, body: { memories: [{ content: '  alice owns a red bicycle. ' }] } });
+  it('stores a repeated fact as given and supersedes the earlier one: one current memory per fact', async () => {
+    const a = await app.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice owns a red bicycle', importance: 3 }] } });
+    const b = await app.call('POST', '/memories', { token, body: { memories: [{ content: '  alice owns a red bicycle. ', importance: 8, category: 'things' }] } });
     expect(b.status).toBe(201);
-    expect(b.body.memories[0].id).toBe(a.body.memories[0].id);
+    const [first, second] = [a.body.memories[0], b.body.memories[0]];
+    expect(second.id).not.toBe(first.id);
+    expect(second).toMatchObject({ content: 'alice owns a red bicycle.', importance: 8, category: 'things', valid_to: null });
+    const old = await app.call('GET', `/memories/${first.id}`, { token });
+    expect(old.body.valid_to).not.toBeNull();
+    const history = await app.call('GET', `/memories/${first.id}/history`, { token });
+    expect(history.body.events.map((e: { event: string }) => e.event)).toEqual(['ADD', 'SUPERSEDE']);
+    expect((await app.call('GET', `/memories/${second.id}/history`, { token })).body.events.map((e: { event: string }) => e.event)).toEqual(['ADD']);
+    const list = await app.call('GET', '/memories?limit=100', { token });
+    const bicycles = list.body.memories.filter((m: { content: string }) => /bicycle/i.test(m.content));
+    expect(bicycles.map((m: { id: string }) => m.id)).toEqual([second.id]);
+  });
+
+  it('within one request a later repeat supersedes an earlier one, and both answer in input order', async () => {
+    const res = await app.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice sings tenor' }, { content: 'alice sings tenor', importance: 9 }] } });
+    expect(res.status).toBe(201);
+    const [first, second] = res.body.memories;
+    expect(first.valid_to).not.toBeNull();
+    expect(second.valid_to).toBeNull();
+    const history = await app.call('GET', `/memories/${first.id}/history`, { token });
+    expect(history.body.events.map((e: { event: string }) => e.event)).toEqual(['ADD', 'SUPERSEDE']);
   });
 
   it('patches in place and records the old and new content', async () => {
