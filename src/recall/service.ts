@@ -3,22 +3,51 @@ import { withTenant } from '../db/tenant.js';
 import { toMemoryDto, type MemoryDto } from '../memories/schemas.js';
 import { validationFailed } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
-import { findCandidates } from './repository.js';
+import type { Db } from '../db/client.js';
+import { bm25Scores, queryTerms } from './bm25.js';
+import { findMemoriesByIds, findRecallSignals, type SignalsQuery } from './repository.js';
 import type { RecallBody } from './schemas.js';
-import { DEFAULT_WEIGHTS, InvalidWeightsError, rankCandidates, relevanceFromCosine, validateWeights, type RecallWeights } from './scoring.js';
+import { DEFAULT_WEIGHTS, InvalidWeightsError, fuseRelevance, mergeArms, rankCandidates, validateWeights, type ArmSignals, type RecallWeights } from './scoring.js';
+import { queryWordForms } from './word-forms.js';
 
 export interface RecalledMemory extends MemoryDto {
   score: number;
   scores: { recency: number; importance: number; relevance: number };
 }
 
-/** How many candidates each arm contributes: wide enough that weighting can reorder, cheap to score. */
+/**
+ * How many candidates each arm contributes: wide enough that weighting can reorder, cheap to score.
+ * On LoCoMo the pool does not move relevance-only recall (50, 100 or 250 per arm, limit 50: the
+ * same to 0.001), while every extra row costs transfer and scoring, and a wider pool lets recency
+ * pull in more of the barely relevant.
+ */
 export function candidatePoolSize(limit: number): number {
-  return Math.max(50, limit * 5);
+  return Math.max(50, limit * 2);
+}
+
+export interface Candidate extends ArmSignals {
+  importance: number;
+  occurredAt: Date;
+}
+
+/**
+ * The hybrid candidate pool of one request, each with both arms' signals: the database's signals
+ * (repository.ts), BM25 over them (bm25.ts), then the vector arm's and the text arm's top N merged.
+ */
+export async function collectCandidates(tx: Db, q: SignalsQuery): Promise<Candidate[]> {
+  const signals = await findRecallSignals(tx, q);
+  const scores = bm25Scores(
+    queryTerms(signals.lexemes),
+    signals.rows.filter((r) => r.hits.size > 0).map((r) => ({ id: r.id, length: r.length, lexemes: r.hits })),
+    { documents: signals.documents, averageLength: signals.averageLength },
+  );
+  const rows = signals.rows.map((r) => ({ id: r.id, importance: r.importance, occurredAt: r.occurredAt, similarity: r.similarity, textScore: scores.get(r.id) ?? 0 }));
+  return mergeArms(rows, q.poolSize);
 }
 
 export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ memories: RecalledMemory[] }> {
   requireScope(ctx.principal, SCOPES.read);
+  const started = performance.now();
   const userId = resolveUserId(ctx.principal, body.user_id);
   let weights: RecallWeights;
   try {
@@ -30,12 +59,14 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const asOf = body.as_of ? new Date(body.as_of) : undefined;
   const now = asOf ?? ctx.services.clock();
   const [embedding] = await ctx.services.embedder.embed([body.query]);
-  const candidates = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
-    findCandidates(tx, {
+  const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
+  const { candidates, ranked } = await withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
+    const candidates = await collectCandidates(tx, {
       tenantId: ctx.principal.tenantId,
       userId,
       embedding: embedding!,
       text: body.query,
+      wordForms: queryWordForms(body.query),
       asOf,
       now,
       poolSize: candidatePoolSize(body.limit),
@@ -43,17 +74,21 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       runId: body.filters?.run_id,
       categories: body.filters?.categories,
       metadata: body.filters?.metadata,
-    }),
-  );
-  const ranked = rankCandidates(
-    candidates.map((c) => ({ ...c, relevance: relevanceFromCosine(c.similarity) })),
-    {
-      weights,
-      halfLifeHours: body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours,
-      now,
-      minScore: body.min_score,
-      limit: body.limit,
-    },
-  );
-  return { memories: ranked.map((c) => ({ ...toMemoryDto(c), score: c.score, scores: c.scores })) };
+    });
+    // The text arm's best is among the candidates, so this is the best BM25 over the whole scope.
+    const bestTextScore = candidates.reduce((best, c) => Math.max(best, c.textScore), 0);
+    const scored = rankCandidates(
+      candidates.map((c) => ({ ...c, relevance: fuseRelevance({ textScore: c.textScore, bestTextScore, similarity: c.similarity }) })),
+      { weights, halfLifeHours, now, minScore: body.min_score, limit: body.limit },
+    );
+    // Only the memories that made the cut are read in full.
+    const rows = new Map((await findMemoriesByIds(tx, ctx.principal.tenantId, userId, scored.map((c) => c.id))).map((m) => [m.id, m]));
+    const ranked = scored.flatMap((c) => {
+      const memory = rows.get(c.id);
+      return memory ? [{ ...toMemoryDto(memory), score: c.score, scores: c.scores }] : [];
+    });
+    return { candidates, ranked };
+  });
+  ctx.services.metrics?.observeRecall(performance.now() - started, candidates.length);
+  return { memories: ranked };
 }

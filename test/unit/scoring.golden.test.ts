@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rankCandidates, type RecallWeights } from '../../src/recall/scoring.js';
+import { fuseRelevance, rankCandidates, type RecallWeights } from '../../src/recall/scoring.js';
 
 /**
  * A fixed candidate set with orders worked out by hand (half-life 30 days, so recency is
@@ -104,5 +104,66 @@ describe('recall scoring golden set', () => {
       limit: 100,
     }).map((c) => c.id);
     expect(reversed).toEqual(forward);
+  });
+});
+
+/**
+ * The same, one step earlier: candidates as the two arms deliver them (a raw BM25 score and a
+ * cosine similarity), fused into relevance = 0.8 · BM25 / best BM25 + 0.2 · max(0, cosine), then
+ * ranked. Relevance by hand (best BM25 9.6): allergy 0.8 + 0.084 = 0.884, marathon 0.7 + 0.03 =
+ * 0.73, berlin 0.6 + 0.11 = 0.71, sister 0.4 + 0.04 = 0.44, guitar 0.2 + 0.122 = 0.322, coffee and
+ * cafe (no shared term) 0.076, unrelated (negative cosine) 0.
+ */
+const ARMS = [
+  { id: 'f-allergy', importance: 10, occurredAt: new Date('2023-06-01T00:00:00Z'), textScore: 9.6, similarity: 0.42 },
+  { id: 'f-coffee', importance: 3, occurredAt: new Date('2024-05-31T12:00:00Z'), textScore: 0, similarity: 0.38 },
+  { id: 'f-cafe', importance: 3, occurredAt: new Date('2024-05-31T12:00:00Z'), textScore: 0, similarity: 0.38 },
+  { id: 'f-berlin', importance: 7, occurredAt: new Date('2024-04-01T00:00:00Z'), textScore: 7.2, similarity: 0.55 },
+  { id: 'f-sister', importance: 6, occurredAt: new Date('2024-05-02T00:00:00Z'), textScore: 4.8, similarity: 0.2 },
+  { id: 'f-guitar', importance: 4, occurredAt: new Date('2024-05-25T00:00:00Z'), textScore: 2.4, similarity: 0.61 },
+  { id: 'f-marathon', importance: 8, occurredAt: new Date('2024-01-15T00:00:00Z'), textScore: 8.4, similarity: 0.15 },
+  { id: 'f-unrelated', importance: 5, occurredAt: new Date('2024-05-16T00:00:00Z'), textScore: 0, similarity: -0.3 },
+];
+
+function rankFused(weights: RecallWeights) {
+  const bestTextScore = Math.max(...ARMS.map((c) => c.textScore));
+  const candidates = ARMS.map((c) => ({ ...c, relevance: fuseRelevance({ textScore: c.textScore, bestTextScore, similarity: c.similarity }) }));
+  return rankCandidates(candidates, { weights, halfLifeHours: HALF_LIFE_HOURS, now: NOW, limit: 100 });
+}
+
+describe('recall scoring golden set, from the arms\' raw signals', () => {
+  it('fuses BM25 and cosine into the relevance worked out by hand', () => {
+    const relevance = Object.fromEntries(rankFused({ recency: 0, importance: 0, relevance: 1 }).map((c) => [c.id, c.scores.relevance]));
+    expect(relevance['f-allergy']).toBeCloseTo(0.884, 12);
+    expect(relevance['f-marathon']).toBeCloseTo(0.73, 12);
+    expect(relevance['f-berlin']).toBeCloseTo(0.71, 12);
+    expect(relevance['f-sister']).toBeCloseTo(0.44, 12);
+    expect(relevance['f-guitar']).toBeCloseTo(0.322, 12);
+    expect(relevance['f-coffee']).toBeCloseTo(0.076, 12);
+    expect(relevance['f-unrelated']).toBe(0);
+  });
+
+  it('orders by the default weights 0.3 / 0.2 / 0.5', () => {
+    const ranked = rankFused({ recency: 0.3, importance: 0.2, relevance: 0.5 });
+    expect(ranked.map((c) => c.id)).toEqual(['f-allergy', 'f-berlin', 'f-marathon', 'f-guitar', 'f-sister', 'f-cafe', 'f-coffee', 'f-unrelated']);
+    const scores = Object.fromEntries(ranked.map((c) => [c.id, c.score]));
+    expect(scores['f-allergy']).toBeCloseTo(0.6421, 4);
+    expect(scores['f-berlin']).toBeCloseTo(0.5616, 4);
+    expect(scores['f-guitar']).toBeCloseTo(0.4829, 4);
+    expect(scores['f-sister']).toBeCloseTo(0.4811, 4);
+    expect(scores['f-unrelated']).toBeCloseTo(0.2962, 4);
+  });
+
+  it('orders by relevance alone with weights 0 / 0 / 1: BM25 leads, cosine only adds', () => {
+    const ranked = rankFused({ recency: 0, importance: 0, relevance: 1 });
+    expect(ranked.map((c) => c.id)).toEqual(['f-allergy', 'f-marathon', 'f-berlin', 'f-sister', 'f-guitar', 'f-cafe', 'f-coffee', 'f-unrelated']);
+  });
+
+  it('orders mostly by recency with weights 0.8 / 0.1 / 0.1', () => {
+    const ranked = rankFused({ recency: 0.8, importance: 0.1, relevance: 0.1 });
+    expect(ranked.map((c) => c.id)).toEqual(['f-cafe', 'f-coffee', 'f-guitar', 'f-unrelated', 'f-sister', 'f-berlin', 'f-allergy', 'f-marathon']);
+    const scores = Object.fromEntries(ranked.map((c) => [c.id, c.score]));
+    expect(scores['f-cafe']).toBeCloseTo(0.8206, 4);
+    expect(scores['f-marathon']).toBeCloseTo(0.1838, 4);
   });
 });

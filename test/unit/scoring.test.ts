@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_WEIGHTS,
   InvalidWeightsError,
+  TEXT_RELEVANCE_WEIGHT,
+  VECTOR_RELEVANCE_WEIGHT,
+  fuseRelevance,
   importanceScore,
+  mergeArms,
   rankCandidates,
   recencyScore,
   relevanceFromCosine,
@@ -65,6 +69,64 @@ describe('relevanceFromCosine', () => {
   it('caps rounding overshoot at 1 and treats NaN as no relevance', () => {
     expect(relevanceFromCosine(1.0000000002)).toBe(1);
     expect(relevanceFromCosine(Number.NaN)).toBe(0);
+  });
+});
+
+describe('fuseRelevance', () => {
+  it('weighs the text arm 0.8 and the vector arm 0.2', () => {
+    expect(TEXT_RELEVANCE_WEIGHT).toBe(0.8);
+    expect(TEXT_RELEVANCE_WEIGHT + VECTOR_RELEVANCE_WEIGHT).toBeCloseTo(1, 15);
+  });
+
+  it('gives the best BM25 the full text share and the others their fraction of it', () => {
+    expect(fuseRelevance({ textScore: 7.5, bestTextScore: 7.5, similarity: 0.5 })).toBeCloseTo(0.8 + 0.2 * 0.5, 12);
+    expect(fuseRelevance({ textScore: 3, bestTextScore: 12, similarity: 0.25 })).toBeCloseTo(0.8 * 0.25 + 0.2 * 0.25, 12);
+  });
+
+  it('is the vector share alone when nothing shares a term with the query', () => {
+    expect(fuseRelevance({ textScore: 0, bestTextScore: 0, similarity: 0.6 })).toBeCloseTo(0.12, 12);
+    expect(fuseRelevance({ textScore: 0, bestTextScore: 4, similarity: 0.6 })).toBeCloseTo(0.12, 12);
+  });
+
+  it('stays in [0, 1]: negative cosine floors at 0, rounding and bad inputs cannot escape', () => {
+    expect(fuseRelevance({ textScore: 0, bestTextScore: 0, similarity: -0.9 })).toBe(0);
+    expect(fuseRelevance({ textScore: 5.0000001, bestTextScore: 5, similarity: 1.0000001 })).toBe(1);
+    expect(fuseRelevance({ textScore: Number.NaN, bestTextScore: 5, similarity: Number.NaN })).toBe(0);
+    expect(fuseRelevance({ textScore: 1, bestTextScore: Number.POSITIVE_INFINITY, similarity: 0.5 })).toBeCloseTo(0.1, 12);
+  });
+
+  it('orders by BM25 first, with cosine breaking near-ties', () => {
+    const best = 10;
+    const a = fuseRelevance({ textScore: 9, bestTextScore: best, similarity: 0.1 });
+    const b = fuseRelevance({ textScore: 8, bestTextScore: best, similarity: 0.6 });
+    const c = fuseRelevance({ textScore: 6, bestTextScore: best, similarity: 0.9 });
+    // A tenth of the best BM25 (0.08) is worth 0.4 of cosine: 0.74 < 0.76, and 0.66 below both.
+    expect(a).toBeCloseTo(0.74, 12);
+    expect(b).toBeGreaterThan(a);
+    expect(a).toBeGreaterThan(c);
+  });
+});
+
+describe('mergeArms', () => {
+  const row = (id: string, similarity: number, textScore: number) => ({ id, similarity, textScore });
+  const rows = [row('a', 0.9, 0), row('b', 0.1, 8), row('c', 0.5, 2), row('d', 0.5, 0), row('e', 0.2, 8), row('f', 0.05, 0)];
+
+  it('unites the top N by similarity and the top N by BM25', () => {
+    expect(mergeArms(rows, 2).map((r) => r.id).sort()).toEqual(['a', 'b', 'c', 'e']); // c beats d on id
+    expect(mergeArms(rows, 1).map((r) => r.id).sort()).toEqual(['a', 'b']);
+  });
+
+  it('breaks ties by id in both arms, and takes no BM25 candidate that shares no term', () => {
+    // c and d tie on similarity, b and e on BM25: the lower id wins each.
+    expect(mergeArms([row('d', 0.5, 0), row('c', 0.5, 0)], 1).map((r) => r.id)).toEqual(['c']);
+    expect(mergeArms([row('e', 0, 8), row('b', 0, 8)], 1).map((r) => r.id)).toEqual(['b']);
+    expect(mergeArms([row('x', 0.3, 0), row('y', 0.2, 0)], 1).map((r) => r.id)).toEqual(['x']);
+  });
+
+  it('keeps everyone when the pool is larger than the set, each once', () => {
+    const merged = mergeArms(rows, 100);
+    expect(merged).toHaveLength(rows.length);
+    expect(new Set(merged).size).toBe(rows.length);
   });
 });
 

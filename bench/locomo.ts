@@ -1,0 +1,456 @@
+/**
+ * Recall quality on LoCoMo (Maharana et al., 2024): the retrieval task of the data folder's README.
+ * Each conversation is one user; every turn is stored as one memory through `POST /memories`
+ * (batches of at most 1,000, `occurred_at` and `metadata.source_id` set, no LLM), then every
+ * question goes through `POST /memories/recall` with `as_of` and `limit` = the largest cut-off.
+ * Prints recall@k, hit@k and MRR@10 per category and overall, ingest throughput and the
+ * server-side recall latency, then writes the figures as JSON.
+ *
+ *   npm run bench:locomo -- [--data ../shared/data/locomo-dev] [--k 5,10,20,50]
+ *     [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
+ *     [--backend postgres|pglite] [--out figures.json]
+ *
+ * `--weights relevance` sends {recency: 0, importance: 0, relevance: 1}; `default` sends no
+ * weights (the service's defaults). `--half-life` sends `recency_half_life_hours` (else the
+ * service's default). EMBEDDING_DIMENSIONS, EMBEDDING_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL and
+ * RECALL_HALF_LIFE_HOURS pass through from the environment (so a semantic embedder can be
+ * measured too); nothing else does. The data is CC BY-NC 4.0: it is read from its folder and never
+ * copied here.
+ *
+ * Backends: `postgres` (default) needs the test services (`bash scripts/test-services.sh`) and
+ * runs in a database of its own (cloned from the migrated test template when it exists, migrated
+ * either way, dropped at the end); `pglite` runs the embedded database in memory.
+ *
+ * Latency is measured in-process around `app.request()`: auth, validation, query embedding, SQL,
+ * scoring and JSON serialisation; no socket, no client-side parsing. The machine's load average
+ * is recorded with it, since other work on the machine moves these figures.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import postgres from 'postgres';
+import { signDevToken } from '../src/auth/sign.js';
+import { loadConfig } from '../src/config.js';
+import { createRuntime, type Runtime } from '../src/runtime.js';
+import { TEMPLATE_DB, adminUrl, databaseUrl } from '../test/support/env.js';
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BATCH = 1000;
+const JWT_SECRET = `bench-locomo-${randomUUID()}-${randomUUID()}`;
+const TENANT = 'bench-locomo';
+const CATEGORY_ORDER = ['single-hop', 'multi-hop', 'temporal', 'open-domain'];
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+const { values } = parseArgs({
+  options: {
+    data: { type: 'string', default: path.resolve(REPO_ROOT, '../shared/data/locomo-dev') },
+    k: { type: 'string', default: '5,10,20,50' },
+    weights: { type: 'string', default: 'relevance' },
+    'half-life': { type: 'string' },
+    backend: { type: 'string', default: 'postgres' },
+    out: { type: 'string' },
+  },
+  strict: true,
+});
+
+function fail(message: string): never {
+  process.stderr.write(`bench:locomo: ${message}\n`);
+  process.exit(2);
+}
+
+const dataDir = path.resolve(values.data!);
+const cutoffs = [...new Set(values.k!.split(',').map((s) => Number(s.trim())))].sort((a, b) => a - b);
+if (cutoffs.length === 0 || cutoffs.some((k) => !Number.isInteger(k) || k < 1 || k > 100)) fail('--k must be integers 1-100, e.g. 5,10,20,50');
+const maxK = cutoffs[cutoffs.length - 1]!;
+const backend = values.backend;
+if (backend !== 'postgres' && backend !== 'pglite') fail('--backend must be postgres or pglite');
+
+type Weights = { recency: number; importance: number; relevance: number };
+let weights: Weights | undefined;
+if (values.weights === 'relevance') weights = { recency: 0, importance: 0, relevance: 1 };
+else if (values.weights === 'default') weights = undefined;
+else {
+  const parts = values.weights!.split(',').map(Number);
+  if (parts.length !== 3 || parts.some((n) => !Number.isFinite(n) || n < 0)) fail('--weights must be relevance, default or three numbers r,i,v');
+  weights = { recency: parts[0]!, importance: parts[1]!, relevance: parts[2]! };
+}
+let halfLifeHours: number | undefined;
+if (values['half-life'] !== undefined) {
+  halfLifeHours = Number(values['half-life']);
+  if (!(halfLifeHours > 0)) fail('--half-life must be a positive number of hours');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data
+
+interface Turn {
+  userId: string;
+  sourceId: string;
+  content: string;
+  occurredAt: string;
+}
+
+interface Question {
+  userId: string;
+  qid: string;
+  question: string;
+  categoryName: string;
+  evidence: string[];
+  asOf: string;
+}
+
+function readJsonl<T>(file: string): T[] {
+  let text: string;
+  try {
+    text = readFileSync(path.join(dataDir, file), 'utf8');
+  } catch (error) {
+    fail(`cannot read ${path.join(dataDir, file)} (${(error as Error).message}); pass --data <dir>`);
+  }
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as T);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends
+
+interface Backend {
+  runtime: Runtime;
+  /** Refreshes the planner's statistics, as autovacuum would soon after a bulk load in service. */
+  analyze(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The service's settings that change what is measured pass through from the environment. */
+const PASSED_THROUGH = ['EMBEDDING_DIMENSIONS', 'EMBEDDING_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'RECALL_HALF_LIFE_HOURS'];
+const baseEnv: Record<string, string | undefined> = {
+  ...Object.fromEntries(PASSED_THROUGH.map((key) => [key, process.env[key]])),
+  AUTH_JWT_SECRET: JWT_SECRET,
+  LOG_LEVEL: 'silent',
+};
+
+/**
+ * A database of its own. Not named `engram_iso_*`: the test suite's global setup drops those as
+ * leftovers, and other people run tests on this machine while a benchmark runs.
+ */
+async function startPostgres(): Promise<Backend> {
+  const name = `engram_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    const [template] = await admin`select 1 as one from pg_database where datname = ${TEMPLATE_DB}`;
+    let cloned = false;
+    for (let attempt = 0; template && !cloned && attempt < 40; attempt++) {
+      try {
+        await admin.unsafe(`create database ${name} template ${TEMPLATE_DB}`);
+        cloned = true;
+      } catch (error) {
+        if (!/being accessed by other users/.test(String(error))) throw error;
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+      }
+    }
+    // No template (or it stayed busy): an empty database; the runtime migrates it below.
+    if (!cloned) await admin.unsafe(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const drop = async () => {
+    const a = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+    try {
+      await a.unsafe(`drop database if exists ${name} with (force)`);
+    } finally {
+      await a.end();
+    }
+  };
+  try {
+    const config = loadConfig({ ...baseEnv, DATABASE_URL: databaseUrl(name), MIGRATE_ON_START: 'true' });
+    const runtime = await createRuntime(config, { logger: pino({ level: 'silent' }) });
+    return {
+      runtime,
+      async analyze() {
+        const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
+        try {
+          await owner.unsafe('analyze memories');
+        } finally {
+          await owner.end();
+        }
+      },
+      async close() {
+        await runtime.close();
+        await drop();
+      },
+    };
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+}
+
+/** The embedded backend as the tests run it (TEST_BACKEND=pglite): in-memory PGlite, no Redis. */
+async function startPglite(): Promise<Backend> {
+  const { openPglite } = await import('../src/db/pglite.js');
+  const database = await openPglite({ dataDir: undefined });
+  const config = loadConfig({ ...baseEnv });
+  const runtime = await createRuntime({ ...config, migrateOnStart: true }, { logger: pino({ level: 'silent' }), database });
+  return {
+    runtime,
+    async analyze() {
+      await database.client.query('analyze memories');
+    },
+    async close() {
+      await runtime.close();
+      await database.close();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+function latencySummary(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return {
+    n: sorted.length,
+    p50: round(percentile(sorted, 50), 2),
+    p95: round(percentile(sorted, 95), 2),
+    p99: round(percentile(sorted, 99), 2),
+    max: round(sorted[sorted.length - 1]!, 2),
+    mean: round(sorted.reduce((a, b) => a + b, 0) / sorted.length, 2),
+  };
+}
+
+interface QuestionResult {
+  category: string;
+  recall: Record<number, number>;
+  hit: Record<number, number>;
+  rr10: number;
+}
+
+interface Summary {
+  n: number;
+  recall: Record<string, number>;
+  hit: Record<string, number>;
+  mrr10: number;
+}
+
+function summarise(results: QuestionResult[]): Summary {
+  const n = results.length;
+  const mean = (f: (r: QuestionResult) => number) => (n === 0 ? Number.NaN : round(results.reduce((s, r) => s + f(r), 0) / n));
+  return {
+    n,
+    recall: Object.fromEntries(cutoffs.map((k) => [`@${k}`, mean((r) => r.recall[k]!)])),
+    hit: Object.fromEntries(cutoffs.map((k) => [`@${k}`, mean((r) => r.hit[k]!)])),
+    mrr10: mean((r) => r.rr10),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const turns = readJsonl<Turn>('memories.jsonl');
+  const questions = readJsonl<Question>('queries.jsonl');
+  const users = [...new Set(turns.map((t) => t.userId))];
+  const load = { start: loadavg().map((n) => round(n, 2)), end: [] as number[] };
+
+  const server = backend === 'postgres' ? await startPostgres() : await startPglite();
+  const { app, config } = server.runtime;
+  try {
+    const token = await signDevToken({
+      secret: JWT_SECRET,
+      issuer: config.auth.issuer,
+      audience: config.auth.audience,
+      tenantClaim: config.auth.tenantClaim,
+      tenant: TENANT,
+      user: 'bench-agent',
+      scope: 'memories:read memories:write memories:act_as',
+      ttlSeconds: 24 * 3600,
+    });
+    const request = (route: string, body: unknown) =>
+      app.request(route, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+
+    // Ingest. POST /memories answers the existing memory for content the user already holds, so
+    // one memory may stand for several turns: evidence is matched through the returned ids.
+    const memoryOf = new Map<string, string>(); // `${user}\u0000${sourceId}` -> memory id
+    const sourcesOf = new Map<string, string[]>(); // memory id -> source ids
+    let duplicates = 0;
+    const ingestStart = performance.now();
+    for (const user of users) {
+      const own = turns.filter((t) => t.userId === user);
+      for (let i = 0; i < own.length; i += BATCH) {
+        const batch = own.slice(i, i + BATCH);
+        const res = await request('/memories', {
+          user_id: user,
+          memories: batch.map((t) => ({ content: t.content, occurred_at: t.occurredAt, metadata: { source_id: t.sourceId } })),
+        });
+        const body = (await res.json()) as { memories?: Array<{ id: string; user_id: string }> };
+        if (res.status !== 201 || body.memories?.length !== batch.length) {
+          throw new Error(`POST /memories for ${user} answered ${res.status}: ${JSON.stringify(body).slice(0, 500)}`);
+        }
+        body.memories.forEach((m, j) => {
+          if (m.user_id !== user) throw new Error(`POST /memories for ${user} returned a memory of ${m.user_id}`);
+          const sourceId = batch[j]!.sourceId;
+          memoryOf.set(`${user}\u0000${sourceId}`, m.id);
+          const sources = sourcesOf.get(m.id);
+          if (sources) {
+            sources.push(sourceId);
+            duplicates++;
+          } else sourcesOf.set(m.id, [sourceId]);
+        });
+      }
+    }
+    const ingestMs = performance.now() - ingestStart;
+    // A freshly loaded table has no statistics yet; in service autovacuum gathers them within a
+    // minute, and until then the planner may scan the whole table instead of the user's rows.
+    await server.analyze();
+
+    const recallBody = (q: Question, limit = maxK) => ({
+      user_id: q.userId,
+      query: q.question,
+      limit,
+      as_of: q.asOf,
+      ...(weights ? { weights } : {}),
+      ...(halfLifeHours !== undefined ? { recency_half_life_hours: halfLifeHours } : {}),
+    });
+
+    // Warm-up (connections, JIT, plan caches): not measured.
+    for (const q of questions.slice(0, 30)) await (await request('/memories/recall', recallBody(q))).text();
+
+    const results: QuestionResult[] = [];
+    const latencies: number[] = [];
+    let missingEvidence = 0;
+    let foreign = 0;
+    for (const q of questions) {
+      const started = performance.now();
+      const res = await request('/memories/recall', recallBody(q));
+      latencies.push(performance.now() - started);
+      const body = (await res.json()) as { memories?: Array<{ id: string; user_id: string }> };
+      if (res.status !== 200 || !body.memories) throw new Error(`recall for ${q.qid} answered ${res.status}: ${JSON.stringify(body).slice(0, 500)}`);
+      for (const m of body.memories) {
+        if (m.user_id !== q.userId) {
+          foreign++;
+          process.stderr.write(`bench:locomo: FAILURE: question ${q.qid} (user ${q.userId}) got memory ${m.id} of user ${m.user_id}\n`);
+        }
+      }
+      const ranked = body.memories.map((m) => m.id);
+      const wanted = q.evidence.map((e) => memoryOf.get(`${q.userId}\u0000${e}`));
+      missingEvidence += wanted.filter((id) => id === undefined).length;
+      const rankOf = (id: string | undefined) => (id === undefined ? -1 : ranked.indexOf(id));
+      const ranks = wanted.map(rankOf);
+      const first = Math.min(...ranks.filter((r) => r >= 0), Number.POSITIVE_INFINITY);
+      const recall: Record<number, number> = {};
+      const hit: Record<number, number> = {};
+      for (const k of cutoffs) {
+        const found = ranks.filter((r) => r >= 0 && r < k).length;
+        recall[k] = wanted.length === 0 ? 0 : found / wanted.length;
+        hit[k] = found > 0 ? 1 : 0;
+      }
+      results.push({ category: q.categoryName, recall, hit, rr10: first < 10 ? 1 / (first + 1) : 0 });
+    }
+    if (foreign > 0) {
+      process.stderr.write(`bench:locomo: FAILED: ${foreign} results belonged to another user\n`);
+      process.exitCode = 1;
+      return;
+    }
+    // The same questions again at the API's default limit (10), timed only: what an agent's
+    // everyday call costs. Results are still checked for the user.
+    const latencies10: number[] = [];
+    if (maxK !== 10) {
+      for (const q of questions) {
+        const started = performance.now();
+        const res = await request('/memories/recall', recallBody(q, 10));
+        latencies10.push(performance.now() - started);
+        const body = (await res.json()) as { memories?: Array<{ user_id: string }> };
+        if (res.status !== 200 || body.memories?.some((m) => m.user_id !== q.userId)) {
+          throw new Error(`recall (limit 10) for ${q.qid} answered ${res.status} or another user's memory`);
+        }
+      }
+    }
+    load.end = loadavg().map((n) => round(n, 2));
+
+    const categories = [...CATEGORY_ORDER.filter((c) => results.some((r) => r.category === c)), ...new Set(results.map((r) => r.category).filter((c) => !CATEGORY_ORDER.includes(c)))];
+    const byCategory = Object.fromEntries(categories.map((c) => [c, summarise(results.filter((r) => r.category === c))]));
+    const overall = summarise(results);
+    const memoriesPerUser = users.map((u) => new Set(turns.filter((t) => t.userId === u).map((t) => memoryOf.get(`${u}\u0000${t.sourceId}`))).size);
+    const figures = {
+      bench: 'locomo',
+      data: dataDir,
+      backend,
+      weights: weights ?? 'default',
+      half_life_hours: halfLifeHours ?? config.recall.halfLifeHours,
+      users: users.length,
+      turns: turns.length,
+      memories: sourcesOf.size,
+      memories_per_user: { mean: Math.round(sourcesOf.size / users.length), max: Math.max(...memoriesPerUser) },
+      duplicate_turns: duplicates,
+      questions: questions.length,
+      missing_evidence: missingEvidence,
+      cutoffs,
+      categories: byCategory,
+      overall,
+      ingest: { seconds: round(ingestMs / 1000, 2), memories_per_s: Math.round(turns.length / (ingestMs / 1000)) },
+      recall_latency_ms: {
+        measured: 'server side: in-process around app.request(), auth + validation + embedding + SQL + scoring + JSON',
+        [`limit_${maxK}`]: latencySummary(latencies),
+        ...(latencies10.length ? { limit_10: latencySummary(latencies10) } : {}),
+      },
+      load_average: load,
+      node: process.version,
+      at: new Date().toISOString(),
+    };
+
+    const pad = (s: string, n: number) => s.padEnd(n);
+    const num = (n: number) => n.toFixed(3).padStart(7);
+    const header = `${pad('category', 12)} ${'n'.padStart(5)} ${cutoffs.map((k) => `R@${k}`.padStart(7)).join(' ')} ${cutoffs.map((k) => `hit@${k}`.padStart(7)).join(' ')} ${'MRR@10'.padStart(7)}`;
+    const line = (label: string, s: Summary) =>
+      `${pad(label, 12)} ${String(s.n).padStart(5)} ${cutoffs.map((k) => num(s.recall[`@${k}`]!)).join(' ')} ${cutoffs.map((k) => num(s.hit[`@${k}`]!)).join(' ')} ${num(s.mrr10)}`;
+    process.stdout.write(
+      [
+        `LoCoMo recall (${dataDir}): ${users.length} users, ${turns.length} turns -> ${sourcesOf.size} memories (${duplicates} duplicate turns; ${figures.memories_per_user.mean} per user on average, ${figures.memories_per_user.max} at most), ${questions.length} questions`,
+        `backend ${backend}, weights ${weights ? JSON.stringify(weights) : 'default (none sent)'}, half-life ${figures.half_life_hours} h, limit ${maxK}`,
+        header,
+        ...categories.map((c) => line(c, byCategory[c]!)),
+        line('overall', overall),
+        `ingest: ${turns.length} memories in ${figures.ingest.seconds} s = ${figures.ingest.memories_per_s} memories/s`,
+        ...[[maxK, latencies] as const, [10, latencies10] as const]
+          .filter(([, l]) => l.length > 0)
+          .map(([limit, l]) => {
+            const t = latencySummary(l);
+            return `recall latency, limit ${limit} (server side, in-process app.request): p50 ${t.p50} ms, p95 ${t.p95} ms, p99 ${t.p99} ms`;
+          }),
+        `load average: start ${load.start.join(' ')}, end ${load.end.join(' ')}` + (missingEvidence ? `; ${missingEvidence} evidence ids had no turn` : ''),
+        '',
+      ].join('\n'),
+    );
+    if (values.out) {
+      writeFileSync(path.resolve(values.out), `${JSON.stringify(figures, null, 2)}\n`);
+      process.stdout.write(`figures written to ${path.resolve(values.out)}\n`);
+    }
+  } finally {
+    await server.close();
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`bench:locomo: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+}
