@@ -14,6 +14,7 @@ import { registerDocsRoutes } from './docs.js';
 import { authenticate, limitBody, observeRequests, rateLimitPerTenant, requestId, scope } from './middleware.js';
 import { openApiDocument } from './openapi.js';
 import { problem } from './problem.js';
+import { withTimeout } from '../shared/timeout.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -109,14 +110,4 @@ export function errorSummary(error: unknown): Record<string, unknown> {
     .slice(0, 6)
     .join('\n');
   return { name: error.name, code, stack: frames };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timed out')), ms);
-    }),
-  ]);
 }

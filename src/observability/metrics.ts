@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ModelCall } from '../llm/types.js';
+import { withTimeout } from '../shared/timeout.js';
 
 /**
  * Prometheus metrics for one runtime. Each runtime owns its Registry (never prom-client's global
@@ -145,14 +146,4 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     render: () => registry.metrics(),
   };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timed out')), ms);
-    }),
-  ]);
 }

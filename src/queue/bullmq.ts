@@ -7,6 +7,7 @@ import { withAppRole } from '../db/tenant.js';
 import * as jobsRepo from '../extraction/jobs-repository.js';
 import type { JobRef } from '../extraction/pipeline.js';
 import type { JobProcessor, JobQueue } from './types.js';
+import { withTimeout } from '../shared/timeout.js';
 
 export const QUEUE_NAME = 'extraction';
 
@@ -154,14 +155,4 @@ export class BullJobQueue implements JobQueue {
     this.workerConnection?.disconnect();
     this.connection.disconnect();
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timed out')), ms);
-    }),
-  ]);
 }
