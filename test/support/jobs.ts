@@ -1,27 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { JobDto } from '../../src/extraction/schemas.js';
 import type { TestApp } from './harness.js';
 import { TEST_REDIS_URL } from './env.js';
 import type { ScriptedLlm } from './scripted-llm.js';
 
-export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
-
-export interface JobBody {
-  job_id: string;
-  status: JobStatus;
-  result?: {
-    added: number;
-    updated: number;
-    deleted: number;
-    unchanged: number;
-    memory_ids: string[];
-    usage: { llm_calls: number; embedding_calls: number; prompt_tokens: number; completion_tokens: number };
-    providers?: Record<string, string>;
-    dropped_operations?: number;
-  };
-  error?: { code: string; message: string };
-  created_at: string;
-  finished_at?: string;
-}
+/** The job answer as the service types it: one definition, so the tests cannot drift from it. */
+export type JobBody = JobDto;
+export type JobStatus = JobDto['status'];
 
 /**
  * Polls GET /jobs/{id} every 25 ms until the job's status is one of `statuses`; fails with the
