@@ -9,11 +9,22 @@ export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 /** The unprivileged role every request runs under (created by the security migration). */
 export const APP_ROLE = 'engram_app';
 
+export interface TransactionOptions {
+  readOnly?: boolean;
+}
+
 export interface Database {
   readonly kind: 'postgres' | 'pglite';
   readonly db: Db;
   /** True when the login role is not the application role, so each transaction must SET ROLE. */
   readonly switchesRole: boolean;
+  /**
+   * Runs `work` in one transaction whose first act is `set_config(name, value, true)` for each of
+   * `settings`, in order; commits when `work` resolves, rolls back when it throws. A read-only
+   * transaction (`readOnly`) refuses writes, and its result may be returned before its COMMIT is
+   * acknowledged: it has nothing to make durable.
+   */
+  inTransaction<T>(settings: ReadonlyArray<readonly [string, string]>, work: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T>;
   migrate(): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -24,6 +35,14 @@ export function rowsOf<T>(result: unknown): T[] {
   if (Array.isArray(result)) return result as T[];
   if (result && typeof result === 'object' && 'rows' in result && Array.isArray(result.rows)) return result.rows as T[];
   return [];
+}
+
+/** `select set_config($1, $2, true), …` for the settings, one pair of parameters each. */
+export function setConfigStatement(settings: ReadonlyArray<readonly [string, string]>): SQL {
+  return sql`select ${sql.join(
+    settings.map(([name, value]) => sql`set_config(${name}, ${value}, true)`),
+    sql`, `,
+  )}`;
 }
 
 export async function query<T>(db: Db, statement: SQL): Promise<T[]> {

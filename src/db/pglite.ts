@@ -5,7 +5,7 @@ import { vector } from '@electric-sql/pglite-pgvector';
 import { drizzle } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import * as schema from './schema.js';
-import type { Database, Db } from './client.js';
+import { setConfigStatement, type Database, type Db } from './client.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PgliteOptions {
@@ -37,11 +37,21 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     extensions: { vector },
   });
   const db = drizzle(client, { schema });
+  const typedDb = db as unknown as Db;
   return {
     kind: 'pglite',
     client,
-    db: db as unknown as Db,
+    db: typedDb,
     switchesRole: true,
+    inTransaction(settings, work, options) {
+      return typedDb.transaction(
+        async (tx) => {
+          if (settings.length > 0) await tx.execute(setConfigStatement(settings));
+          return work(tx as unknown as Db);
+        },
+        options?.readOnly ? { accessMode: 'read only' } : undefined,
+      );
+    },
     async migrate() {
       await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
     },

@@ -267,7 +267,15 @@ describe('assertServingRoleIsSafe', () => {
   function fakeDatabase(role: { rolname: string; rolsuper: boolean; rolbypassrls: boolean } | undefined, owned: string[] = []): Database {
     const answers: unknown[][] = [role ? [role] : [], owned.map((tablename) => ({ tablename }))];
     const db = { execute: async () => answers.shift() ?? [] } as unknown as Db;
-    return { kind: 'postgres', db, switchesRole: true, migrate: async () => {}, ping: async () => {}, close: async () => {} };
+    return {
+      kind: 'postgres',
+      db,
+      switchesRole: true,
+      inTransaction: async (_settings, work) => work(db),
+      migrate: async () => {},
+      ping: async () => {},
+      close: async () => {},
+    };
   }
 
   it('accepts the real database', async () => {
