@@ -46,17 +46,19 @@ export interface RecallSignals {
   rows: SignalRow[];
 }
 
-interface RawSignal {
-  kind: number | string;
-  id: string | null;
-  hit: string | null;
-  grp: number | string | null;
-  distance: number | string | null;
-  dl: number | string | null;
-  importance: number | string | null;
-  occurred_at: Date | string | null;
-  n: number | string | null;
-  avgdl: number | string | null;
+/**
+ * The statement's single row. The memories come as one text, a line each (`id dl distance
+ * importance occurred_ms hit`, the tsvector last as it holds spaces), rather than a row each: the
+ * driver then decodes four values instead of hundreds of rows of seven columns, measured as the
+ * larger part of recall's time in the client (`npm run bench:locomo`). A lexeme never holds a
+ * space or a newline (the parser splits words on white space), so the lines split safely.
+ */
+interface RawSignals {
+  /** JSON: [[lexeme, group or null], ...]. */
+  lexemes: string | null;
+  documents: number | string;
+  average_length: number | string | null;
+  memories: string | null;
 }
 
 /**
@@ -88,7 +90,7 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
   const where = sql.join(conditions, sql` and `);
   // The forms travel as JSON text: both drivers pass a string parameter the same way.
   const forms = JSON.stringify(q.wordForms.map((f) => ({ form: f.form, grp: f.group })));
-  const raw = await query<RawSignal>(
+  const [raw] = await query<RawSignals>(
     tx,
     sql`
       with lexemes as materialized (
@@ -105,33 +107,30 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
         from memories m
         cross join query q
         where ${where}
-      ),
-      stats as materialized (select count(*) as n, avg(dl)::float8 as avgdl from scope)
-      select 0 as kind, null::uuid as id, l.lexeme as hit, l.grp, null::float8 as distance, null::int as dl,
-             null::smallint as importance, null::timestamptz as occurred_at, null::bigint as n, null::float8 as avgdl
-      from lexemes l
-      union all
-      select 1, s.id, s.hit::text, null, s.distance, s.dl, s.importance, s.occurred_at, st.n, st.avgdl
-      from scope s
-      cross join stats st
-      where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})
+      )
+      select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
+             (select count(*) from scope) as documents,
+             (select avg(dl)::float8 from scope) as average_length,
+             (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n')
+              from scope s
+              where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})) as memories
     `,
   );
   const signals: RecallSignals = { lexemes: [], documents: 0, averageLength: 0, rows: [] };
-  for (const r of raw) {
-    if (Number(r.kind) === 0) {
-      signals.lexemes.push({ lexeme: r.hit!, group: r.grp === null ? null : Number(r.grp) });
-      continue;
-    }
-    signals.documents = Number(r.n);
-    signals.averageLength = Number(r.avgdl);
+  if (!raw) return signals;
+  for (const [lexeme, group] of JSON.parse(raw.lexemes ?? '[]') as Array<[string, number | null]>) signals.lexemes.push({ lexeme, group });
+  signals.documents = Number(raw.documents);
+  signals.averageLength = raw.average_length === null ? 0 : Number(raw.average_length);
+  for (const line of raw.memories ? raw.memories.split('\n') : []) {
+    const fields = line.split(' ', 5);
+    const hit = line.slice(fields.reduce((n, f) => n + f.length + 1, 0));
     signals.rows.push({
-      id: r.id!,
-      importance: Number(r.importance),
-      occurredAt: toDate(r.occurred_at!),
-      similarity: 1 - Number(r.distance),
-      length: Number(r.dl),
-      hits: r.hit ? parseTsvector(r.hit) : new Map(),
+      id: fields[0]!,
+      length: Number(fields[1]),
+      similarity: 1 - Number(fields[2]),
+      importance: Number(fields[3]),
+      occurredAt: new Date(Number(fields[4])),
+      hits: hit ? parseTsvector(hit) : new Map(),
     });
   }
   return signals;

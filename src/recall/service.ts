@@ -17,12 +17,13 @@ export interface RecalledMemory extends MemoryDto {
 
 /**
  * How many candidates each arm contributes: wide enough that weighting can reorder, cheap to score.
- * On LoCoMo the pool does not move relevance-only recall (50, 100 or 250 per arm, limit 50: the
- * same to 0.001), while every extra row costs transfer and scoring, and a wider pool lets recency
- * pull in more of the barely relevant.
+ * Together the two arms bring between this many and twice as many. On LoCoMo the pool does not
+ * move relevance-only recall (50, 100 or 250 per arm at limit 50: the same to 0.001), while every
+ * extra row costs transfer and scoring, and a wider pool lets recency pull in more of the barely
+ * relevant.
  */
 export function candidatePoolSize(limit: number): number {
-  return Math.max(50, limit * 2);
+  return Math.max(50, limit);
 }
 
 export interface Candidate extends ArmSignals {
@@ -88,7 +89,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       return memory ? [{ ...toMemoryDto(memory), score: c.score, scores: c.scores }] : [];
     });
     return { candidates, ranked };
-  });
+  }, { readOnly: true });
   ctx.services.metrics?.observeRecall(performance.now() - started, candidates.length);
   return { memories: ranked };
 }
