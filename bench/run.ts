@@ -1,0 +1,25 @@
+/**
+ * `npm run bench -- <name> [options]`: runs one benchmark, the same as `npm run bench:<name>`.
+ *
+ *   npm run bench -- locomo --weights relevance     recall quality and latency on LoCoMo
+ *   npm run bench -- extract --jobs 500             extraction throughput through the queue
+ *   npm run bench -- startup                        `npm start` to a ready API, embedded mode
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BENCHMARKS = ['locomo', 'extract', 'startup'];
+const [name, ...args] = process.argv.slice(2);
+if (!name || !BENCHMARKS.includes(name)) {
+  process.stderr.write(`usage: npm run bench -- <${BENCHMARKS.join('|')}> [options]\n`);
+  process.exit(2);
+}
+const script = path.join(path.dirname(fileURLToPath(import.meta.url)), `${name}.ts`);
+if (!existsSync(script)) {
+  process.stderr.write(`bench: ${script} is missing\n`);
+  process.exit(2);
+}
+const run = spawnSync(process.execPath, ['--import', 'tsx', script, ...args], { stdio: 'inherit' });
+process.exit(run.status ?? 1);
