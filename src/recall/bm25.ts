@@ -104,33 +104,40 @@ export function queryTerms(lexemes: readonly QueryLexeme[]): string[][] {
  * tsvector) counts once.
  */
 export function parseTsvector(text: string): Map<string, number> {
+  const QUOTE = 39;
+  const BACKSLASH = 92;
   const counts = new Map<string, number>();
+  const n = text.length;
   let i = 0;
-  while (i < text.length) {
-    if (text[i] !== "'") {
+  while (i < n) {
+    if (text.charCodeAt(i) !== QUOTE) {
       i++;
       continue;
     }
+    // Scanned with indexes and sliced once (a lexeme built a character at a time cost more than
+    // the rest of recall's parsing together).
+    let j = i + 1;
+    let from = j;
     let lexeme = '';
-    i++;
-    while (i < text.length) {
-      const c = text[i]!;
-      if ((c === "'" || c === '\\') && text[i + 1] === c) {
-        lexeme += c;
-        i += 2;
-      } else if (c === "'") {
-        i++;
+    while (j < n) {
+      const c = text.charCodeAt(j);
+      if ((c === QUOTE || c === BACKSLASH) && text.charCodeAt(j + 1) === c) {
+        lexeme += text.slice(from, j + 1);
+        j += 2;
+        from = j;
+      } else if (c === QUOTE) {
         break;
       } else {
-        lexeme += c;
-        i++;
+        j++;
       }
     }
+    lexeme += text.slice(from, j);
+    i = j + 1;
     let occurrences = 1;
-    if (text[i] === ':') {
+    if (text.charCodeAt(i) === 58 /* ':' */) {
       let end = text.indexOf(' ', i);
-      if (end === -1) end = text.length;
-      occurrences = text.slice(i + 1, end).split(',').length;
+      if (end === -1) end = n;
+      for (let k = i; k < end; k++) if (text.charCodeAt(k) === 44 /* ',' */) occurrences++;
       i = end;
     }
     counts.set(lexeme, (counts.get(lexeme) ?? 0) + occurrences);

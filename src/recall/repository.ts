@@ -121,17 +121,26 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
   for (const [lexeme, group] of JSON.parse(raw.lexemes ?? '[]') as Array<[string, number | null]>) signals.lexemes.push({ lexeme, group });
   signals.documents = Number(raw.documents);
   signals.averageLength = raw.average_length === null ? 0 : Number(raw.average_length);
-  for (const line of raw.memories ? raw.memories.split('\n') : []) {
-    const fields = line.split(' ', 5);
-    const hit = line.slice(fields.reduce((n, f) => n + f.length + 1, 0));
+  const text = raw.memories ?? '';
+  // Each line: `id dl distance importance occurred_ms hit`, read with indexes (no split arrays).
+  for (let start = 0; start < text.length; ) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    const s1 = text.indexOf(' ', start);
+    const s2 = text.indexOf(' ', s1 + 1);
+    const s3 = text.indexOf(' ', s2 + 1);
+    const s4 = text.indexOf(' ', s3 + 1);
+    const s5 = text.indexOf(' ', s4 + 1);
+    const hitEnd = s5 === -1 || s5 > end ? end : s5;
     signals.rows.push({
-      id: fields[0]!,
-      length: Number(fields[1]),
-      similarity: 1 - Number(fields[2]),
-      importance: Number(fields[3]),
-      occurredAt: new Date(Number(fields[4])),
-      hits: hit ? parseTsvector(hit) : new Map(),
+      id: text.slice(start, s1),
+      length: Number(text.slice(s1 + 1, s2)),
+      similarity: 1 - Number(text.slice(s2 + 1, s3)),
+      importance: Number(text.slice(s3 + 1, s4)),
+      occurredAt: new Date(Number(text.slice(s4 + 1, hitEnd))),
+      hits: hitEnd < end ? parseTsvector(text.slice(hitEnd + 1, end)) : new Map(),
     });
+    start = end + 1;
   }
   return signals;
 }
