@@ -28,7 +28,7 @@
  * it, since other work on the machine moves these figures.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,23 +50,39 @@ const CATEGORY_ORDER = ['single-hop', 'multi-hop', 'temporal', 'open-domain'];
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const { values } = parseArgs({
-  options: {
-    data: { type: 'string', default: path.resolve(REPO_ROOT, '../shared/data/locomo-dev') },
-    k: { type: 'string', default: '5,10,20,50' },
-    weights: { type: 'string', default: 'relevance' },
-    'half-life': { type: 'string' },
-    backend: { type: 'string', default: 'postgres' },
-    out: { type: 'string' },
-  },
-  strict: true,
-});
+const USAGE = `usage: npm run bench:locomo -- [--data <dir>] [--k 5,10,20,50]
+  [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
+  [--backend postgres|pglite] [--out figures.json]`;
 
 function fail(message: string): never {
-  process.stderr.write(`bench:locomo: ${message}\n`);
+  process.stderr.write(`bench:locomo: ${message}\n${USAGE}\n`);
   process.exit(2);
 }
 
+function readOptions() {
+  try {
+    return parseArgs({
+      options: {
+        data: { type: 'string', default: path.resolve(REPO_ROOT, '../shared/data/locomo-dev') },
+        k: { type: 'string', default: '5,10,20,50' },
+        weights: { type: 'string', default: 'relevance' },
+        'half-life': { type: 'string' },
+        backend: { type: 'string', default: 'postgres' },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }).values;
+  } catch (error) {
+    fail((error as Error).message.split('\n')[0]!);
+  }
+}
+
+const values = readOptions();
+if (values.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 const dataDir = path.resolve(values.data!);
 const cutoffs = [...new Set(values.k!.split(',').map((s) => Number(s.trim())))].sort((a, b) => a - b);
 if (cutoffs.length === 0 || cutoffs.some((k) => !Number.isInteger(k) || k < 1 || k > 100)) fail('--k must be integers 1-100, e.g. 5,10,20,50');
@@ -81,8 +97,10 @@ else if (values.weights === 'default') weights = undefined;
 else {
   const parts = values.weights!.split(',').map(Number);
   if (parts.length !== 3 || parts.some((n) => !Number.isFinite(n) || n < 0)) fail('--weights must be relevance, default or three numbers r,i,v');
+  if (parts.every((n) => n === 0)) fail('--weights must not all be 0 (the service refuses that)');
   weights = { recency: parts[0]!, importance: parts[1]!, relevance: parts[2]! };
 }
+if (values.out !== undefined && !existsSync(path.dirname(path.resolve(values.out)))) fail(`--out: the folder ${path.dirname(path.resolve(values.out))} does not exist`);
 let halfLifeHours: number | undefined;
 if (values['half-life'] !== undefined) {
   halfLifeHours = Number(values['half-life']);

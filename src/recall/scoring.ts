@@ -42,9 +42,12 @@ export type Ranked<T> = T & { score: number; scores: ComponentScores };
 
 export class InvalidWeightsError extends Error {
   readonly code = 'invalid_weights';
-  constructor(message: string) {
+  /** The weight at fault, when one is (not when all three are 0). */
+  readonly key: keyof RecallWeights | undefined;
+  constructor(message: string, key?: keyof RecallWeights) {
     super(message);
     this.name = 'InvalidWeightsError';
+    this.key = key;
   }
 }
 
@@ -66,9 +69,9 @@ export function validateWeights(weights: Partial<RecallWeights>): RecallWeights 
   for (const key of WEIGHT_KEYS) {
     const value = weights[key] ?? 0;
     if (typeof value !== 'number' || !Number.isFinite(value)) {
-      throw new InvalidWeightsError(`weights.${key} must be a finite number`);
+      throw new InvalidWeightsError(`weights.${key} must be a finite number`, key);
     }
-    if (value < 0) throw new InvalidWeightsError(`weights.${key} must not be negative`);
+    if (value < 0) throw new InvalidWeightsError(`weights.${key} must not be negative`, key);
     result[key] = value;
   }
   if (result.recency + result.importance + result.relevance === 0) {

@@ -54,7 +54,9 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   try {
     weights = body.weights ? validateWeights(body.weights) : DEFAULT_WEIGHTS;
   } catch (error) {
-    if (error instanceof InvalidWeightsError) throw validationFailed(error.message, [{ path: '/weights', message: error.message }]);
+    if (error instanceof InvalidWeightsError) {
+      throw validationFailed(error.message, [{ path: error.key ? `/weights/${error.key}` : '/weights', message: error.message }]);
+    }
     throw error;
   }
   const asOf = body.as_of ? new Date(body.as_of) : undefined;

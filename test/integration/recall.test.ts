@@ -290,6 +290,13 @@ describe('stable order and limits', () => {
     expect(JSON.stringify(res.body.errors)).toContain('/weights');
   });
 
+  it('names the weight at fault in the error path', async () => {
+    const negative = await recallRaw(user, { query: 'tie memory', weights: { recency: -1, relevance: 2 } });
+    expect(negative.body.errors).toEqual([expect.objectContaining({ path: '/weights/recency' })]);
+    const allZero = await recallRaw(user, { query: 'tie memory', weights: { recency: 0, importance: 0, relevance: 0 } });
+    expect(allZero.body.errors).toEqual([expect.objectContaining({ path: '/weights' })]);
+  });
+
   it.each([[-0.1], [1.5]])('min_score %j is a 400', async (minScore) => {
     const res = await recallRaw(user, { query: 'tie memory', min_score: minScore });
     expect(res.status).toBe(400);
