@@ -303,12 +303,16 @@ async function main(): Promise<void> {
       scope: 'memories:read memories:write memories:act_as',
       ttlSeconds: 24 * 3600,
     });
-    const request = (route: string, body: unknown) =>
-      app.request(route, {
+    // With Content-Length, as every HTTP client sends it and as the Node adapter passes it on: without
+    // it Hono's body limit reads the body through a counting stream, which a real request never pays.
+    const request = (route: string, body: unknown) => {
+      const json = JSON.stringify(body);
+      return app.request(route, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)) },
+        body: json,
       });
+    };
 
     // Ingest. A turn whose (normalised) text repeats another's is one fact to the service: it may
     // answer with the existing memory, or store a new one that supersedes it. Either way evidence
