@@ -65,14 +65,15 @@ function pipelinedTransactions(client: Client, db: ReturnType<typeof drizzle<typ
   const relational = { schema: internals._.schema, fullSchema: internals._.fullSchema, tableNamesMap: internals._.tableNamesMap };
   return async <T>(settings: ReadonlyArray<readonly [string, string]>, work: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T> => {
     const reserved = await client.reserve();
+    const connection = preparingParameterised(reserved);
     let finished = false;
     try {
-      const begin = reserved.unsafe(options?.readOnly ? 'begin read only' : 'begin').execute();
+      const begin = connection.unsafe(options?.readOnly ? 'begin read only' : 'begin').execute();
       const statement = settings.length > 0 ? internals.dialect.sqlToQuery(setConfigStatement(settings)) : undefined;
-      const configured = statement ? reserved.unsafe(statement.sql, statement.params as never[], { prepare: true }).execute() : undefined;
+      const configured = statement ? connection.unsafe(statement.sql, statement.params as never[]).execute() : undefined;
       const ready = Promise.all([begin, configured]);
       ready.catch(() => {}); // awaited below, after work: its error explains work's
-      const session = new PostgresJsSession(preparingParameterised(reserved) as never, internals.dialect, relational as never, internals.session.options);
+      const session = new PostgresJsSession(connection as never, internals.dialect, relational as never, internals.session.options);
       const tx = new PostgresJsTransaction(internals.dialect, session, relational as never);
       let result: T;
       try {
@@ -80,7 +81,7 @@ function pipelinedTransactions(client: Client, db: ReturnType<typeof drizzle<typ
       } finally {
         await ready;
       }
-      const commit = reserved.unsafe('commit').execute();
+      const commit = connection.unsafe('commit').execute();
       finished = true;
       // The connection runs the COMMIT before anything its next user sends, so only a transaction
       // that wrote needs to hear it acknowledged.
@@ -88,7 +89,7 @@ function pipelinedTransactions(client: Client, db: ReturnType<typeof drizzle<typ
       else await commit;
       return result;
     } finally {
-      if (!finished) await reserved.unsafe('rollback').catch(() => {});
+      if (!finished) await connection.unsafe('rollback').catch(() => {});
       reserved.release();
     }
   };
