@@ -53,7 +53,7 @@ export interface RecallSignals {
  * larger part of recall's time in the client (`npm run bench:locomo`). A lexeme never holds a
  * space or a newline (the parser splits words on white space), so the lines split safely.
  */
-interface RawSignals {
+export interface RawSignals {
   /** JSON: [[lexeme, group or null], ...]. */
   lexemes: string | null;
   documents: number | string;
@@ -116,6 +116,11 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
               where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})) as memories
     `,
   );
+  return parseRecallSignals(raw);
+}
+
+/** The statement's row as recall's signals (pure, so it can be measured and tested alone). */
+export function parseRecallSignals(raw: RawSignals | undefined): RecallSignals {
   const signals: RecallSignals = { lexemes: [], documents: 0, averageLength: 0, rows: [] };
   if (!raw) return signals;
   for (const [lexeme, group] of JSON.parse(raw.lexemes ?? '[]') as Array<[string, number | null]>) signals.lexemes.push({ lexeme, group });

@@ -154,10 +154,41 @@ export interface ArmSignals {
  * every memory of the scope that either arm could pick, this is exactly the two arms' union.
  */
 export function mergeArms<T extends ArmSignals>(rows: readonly T[], poolSize: number): T[] {
-  const byId = (a: T, b: T) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-  const vector = [...rows].sort((a, b) => b.similarity - a.similarity || byId(a, b)).slice(0, poolSize);
-  const text = rows.filter((r) => r.textScore > 0).sort((a, b) => b.textScore - a.textScore || byId(a, b)).slice(0, poolSize);
+  const vector = topBy(rows, (r) => r.similarity, poolSize);
+  const text = topBy(
+    rows.filter((r) => r.textScore > 0),
+    (r) => r.textScore,
+    poolSize,
+  );
   return [...new Set([...vector, ...text])];
+}
+
+const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The `n` rows with the highest key, ties by id ascending; a NaN key counts as the lowest. A
+ * numeric sort of the keys alone finds the n-th highest, and only the rows tied with it are sorted
+ * by id: sorting every row with a comparator cost ~150 µs a recall on LoCoMo (~430 rows), a fifth
+ * of its time in ranking code.
+ */
+function topBy<T extends { id: string }>(rows: readonly T[], key: (row: T) => number, n: number): T[] {
+  if (n <= 0) return [];
+  if (rows.length <= n) return [...rows];
+  const keys = new Float64Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const k = key(rows[i]!);
+    keys[i] = Number.isNaN(k) ? Number.NEGATIVE_INFINITY : k;
+  }
+  const threshold = keys.slice().sort()[rows.length - n]!;
+  const above: T[] = [];
+  const tied: T[] = [];
+  for (let i = 0; i < rows.length; i++) {
+    if (keys[i]! > threshold) above.push(rows[i]!);
+    else if (keys[i] === threshold) tied.push(rows[i]!);
+  }
+  tied.sort(byId);
+  for (let i = 0; above.length < n; i++) above.push(tied[i]!);
+  return above;
 }
 
 /**
@@ -174,7 +205,9 @@ export function rankCandidates<T extends RankableCandidate>(candidates: readonly
   const minScore = opts.minScore;
   const limit = Math.max(0, Math.floor(opts.limit));
 
-  const ranked: Array<Ranked<T>> = [];
+  // Scored first and copied onto the candidate's fields only for those kept: a pool is up to
+  // twice `max(50, limit)` candidates, most of which do not make the cut.
+  const scored: Array<{ candidate: T; score: number; scores: ComponentScores }> = [];
   for (const candidate of candidates) {
     const scores: ComponentScores = {
       recency: recencyScore(candidate.occurredAt, opts.now, opts.halfLifeHours),
@@ -185,8 +218,9 @@ export function rankCandidates<T extends RankableCandidate>(candidates: readonly
       (weights.recency * scores.recency + weights.importance * scores.importance + weights.relevance * scores.relevance) /
       total;
     if (minScore !== undefined && score < minScore) continue;
-    ranked.push({ ...candidate, score, scores });
+    scored.push({ candidate, score, scores });
   }
-  ranked.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return ranked.length > limit ? ranked.slice(0, limit) : ranked;
+  scored.sort((a, b) => b.score - a.score || byId(a.candidate, b.candidate));
+  const kept = scored.length > limit ? scored.slice(0, limit) : scored;
+  return kept.map(({ candidate, score, scores }) => ({ ...candidate, score, scores }));
 }

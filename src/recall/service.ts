@@ -5,9 +5,21 @@ import { validationFailed } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
 import type { Db } from '../db/client.js';
 import { bm25Scores, queryTerms } from './bm25.js';
-import { findMemoriesByIds, findRecallSignals, type SignalsQuery } from './repository.js';
+import { findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQuery } from './repository.js';
 import type { RecallBody } from './schemas.js';
-import { DEFAULT_WEIGHTS, InvalidWeightsError, fuseRelevance, mergeArms, rankCandidates, validateWeights, type ArmSignals, type RecallWeights } from './scoring.js';
+import {
+  DEFAULT_WEIGHTS,
+  InvalidWeightsError,
+  fuseRelevance,
+  mergeArms,
+  rankCandidates,
+  validateWeights,
+  type ArmSignals,
+  type RankOptions,
+  type RankableCandidate,
+  type Ranked,
+  type RecallWeights,
+} from './scoring.js';
 import { queryWordForms } from './word-forms.js';
 
 export interface RecalledMemory extends MemoryDto {
@@ -36,14 +48,34 @@ export interface Candidate extends ArmSignals {
  * (repository.ts), BM25 over them (bm25.ts), then the vector arm's and the text arm's top N merged.
  */
 export async function collectCandidates(tx: Db, q: SignalsQuery): Promise<Candidate[]> {
-  const signals = await findRecallSignals(tx, q);
+  return candidatesFromSignals(await findRecallSignals(tx, q), q.poolSize);
+}
+
+/** The pure part of collectCandidates: BM25 over the signals, then the two arms merged. */
+export function candidatesFromSignals(signals: RecallSignals, poolSize: number): Candidate[] {
   const scores = bm25Scores(
     queryTerms(signals.lexemes),
     signals.rows.filter((r) => r.hits.size > 0).map((r) => ({ id: r.id, length: r.length, lexemes: r.hits })),
     { documents: signals.documents, averageLength: signals.averageLength },
   );
   const rows = signals.rows.map((r) => ({ id: r.id, importance: r.importance, occurredAt: r.occurredAt, similarity: r.similarity, textScore: scores.get(r.id) ?? 0 }));
-  return mergeArms(rows, q.poolSize);
+  return mergeArms(rows, poolSize);
+}
+
+/** Each candidate's relevance from both arms, then the contract's weighted score: the best first. */
+export function rankRecallCandidates(candidates: readonly Candidate[], options: RankOptions): Array<Ranked<RankableCandidate>> {
+  // The text arm's best is among the candidates, so this is the best BM25 over the whole scope.
+  let bestTextScore = 0;
+  for (const c of candidates) if (c.textScore > bestTextScore) bestTextScore = c.textScore;
+  return rankCandidates(
+    candidates.map((c) => ({
+      id: c.id,
+      importance: c.importance,
+      occurredAt: c.occurredAt,
+      relevance: fuseRelevance({ textScore: c.textScore, bestTextScore, similarity: c.similarity }),
+    })),
+    options,
+  );
 }
 
 export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ memories: RecalledMemory[] }> {
@@ -78,12 +110,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       categories: body.filters?.categories,
       metadata: body.filters?.metadata,
     });
-    // The text arm's best is among the candidates, so this is the best BM25 over the whole scope.
-    const bestTextScore = candidates.reduce((best, c) => Math.max(best, c.textScore), 0);
-    const scored = rankCandidates(
-      candidates.map((c) => ({ ...c, relevance: fuseRelevance({ textScore: c.textScore, bestTextScore, similarity: c.similarity }) })),
-      { weights, halfLifeHours, now, minScore: body.min_score, limit: body.limit },
-    );
+    const scored = rankRecallCandidates(candidates, { weights, halfLifeHours, now, minScore: body.min_score, limit: body.limit });
     // Only the memories that made the cut are read in full.
     const rows = new Map((await findMemoriesByIds(tx, ctx.principal.tenantId, userId, scored.map((c) => c.id))).map((m) => [m.id, m]));
     const ranked = scored.flatMap((c) => {

@@ -123,6 +123,25 @@ describe('mergeArms', () => {
     expect(mergeArms([row('x', 0.3, 0), row('y', 0.2, 0)], 1).map((r) => r.id)).toEqual(['x']);
   });
 
+  it('picks what sorting every row would, with many ties and NaN counted lowest', () => {
+    // The reference: each arm sorted whole (similarity, then BM25, descending; ties by id).
+    let seed = 7;
+    const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const many = Array.from({ length: 400 }, (_, i) =>
+      row(`m${(i * 7919) % 400}`, i % 37 === 0 ? Number.NaN : Math.round(random() * 20) / 20, random() < 0.4 ? 0 : Math.round(random() * 10)),
+    );
+    const key = (k: number) => (Number.isNaN(k) ? Number.NEGATIVE_INFINITY : k);
+    const reference = (n: number) => {
+      const byKey = (pick: (r: (typeof many)[number]) => number) => (a: (typeof many)[number], b: (typeof many)[number]) =>
+        key(pick(b)) - key(pick(a)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+      const vector = [...many].sort(byKey((r) => r.similarity)).slice(0, n);
+      const text = many.filter((r) => r.textScore > 0).sort(byKey((r) => r.textScore)).slice(0, n);
+      return [...new Set([...vector, ...text])].map((r) => r.id).sort();
+    };
+    for (const n of [1, 5, 50, 399, 400]) expect(mergeArms(many, n).map((r) => r.id).sort()).toEqual(reference(n));
+    expect(mergeArms([row('nan', Number.NaN, 0), row('low', -0.5, 0)], 1).map((r) => r.id)).toEqual(['low']);
+  });
+
   it('keeps everyone when the pool is larger than the set, each once', () => {
     const merged = mergeArms(rows, 100);
     expect(merged).toHaveLength(rows.length);
