@@ -85,7 +85,10 @@ function validate<S extends z.ZodType>(schema: S, value: unknown, what: string):
           : [{ path: pointer(issue.path), message: issue.message }],
       )
       .slice(0, 50);
-    throw new DomainError('validation_failed', `the ${what} is not valid: ${errors[0]?.path || '/'} ${errors[0]?.message ?? ''}`.trim(), { errors });
+    // The first error in the detail, at its path; the body itself (path "") is not named twice.
+    const first = errors[0];
+    const where = first?.path ? `${first.path} ` : '';
+    throw new DomainError('validation_failed', `the ${what} is not valid: ${where}${first?.message ?? ''}`.trim(), { errors });
   }
   return parsed.data;
 }

@@ -6,7 +6,8 @@ export const idText = z.string().trim().min(1).max(256);
 const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
 export const isoDateTime = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z' })
-  .refine((value) => Date.parse(value) >= EARLIEST_INSTANT, 'must be on or after 0001-01-01T00:00:00Z');
+  // Only for a value that parses: an unparsable one has the format's message alone.
+  .refine((value) => !(Date.parse(value) < EARLIEST_INSTANT), 'must be on or after 0001-01-01T00:00:00Z');
 export const metadataObject = z.record(z.string().max(256), z.json());
 export const importance = z.number().int().min(1).max(10);
 export const category = z.string().trim().min(1).max(64);

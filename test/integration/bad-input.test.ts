@@ -218,6 +218,25 @@ describe('rejected reads', () => {
   });
 });
 
+describe('validation messages', () => {
+  it('an unparsable date-time gets the format error alone, not also the earliest-date one', async () => {
+    const res = await send({ name: '', method: 'POST', path: '/memories/recall', json: { query: 'diary', as_of: 'yesterday' }, status: 400, code: 'validation_failed' });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: '/as_of', message: expect.stringMatching(/ISO 8601/) }]);
+    const year0 = await send({ name: '', method: 'POST', path: '/memories/recall', json: { query: 'diary', as_of: '0000-06-01T00:00:00Z' }, status: 400, code: 'validation_failed' });
+    expect(year0.body.errors).toEqual([{ path: '/as_of', message: expect.stringMatching(/0001-01-01/) }]);
+  });
+
+  it('a body of the wrong type names no path in the detail, as its error has the path ""', async () => {
+    const res = await send({ name: '', method: 'POST', path: '/memories/recall', json: [], status: 400, code: 'validation_failed' });
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].path).toBe('');
+    expect(res.body.detail).toMatch(/is not valid: [^/]/);
+    const field = await send({ name: '', method: 'POST', path: '/memories/recall', json: { query: 'diary', limit: 0 }, status: 400, code: 'validation_failed' });
+    expect(field.body.detail).toMatch(/is not valid: \/limit /);
+  });
+});
+
 describe('request ids', () => {
   it('a sane X-Request-Id is echoed in the header and the problem body', async () => {
     const res = await send({ name: '', method: 'POST', path: '/memories', raw: '{', status: 400, code: 'malformed_json' }, 'trace-abc.42');
