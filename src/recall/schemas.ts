@@ -1,12 +1,15 @@
 import { z } from 'zod';
 import { category, idText, isoDateTime, metadataObject } from '../memories/schemas.js';
 
+/** The most memories one recall may ask for (the contract's `limit` range is 1–100). */
+export const MAX_RECALL_LIMIT = 100;
+
 const weight = z.number().refine(Number.isFinite, 'must be a finite number');
 
 export const recallBody = z.strictObject({
   user_id: idText.optional(),
   query: z.string().min(1).max(8000).refine((q) => q.trim().length > 0, 'must not be blank'),
-  limit: z.number().int().min(1).max(100).default(10),
+  limit: z.number().int().min(1).max(MAX_RECALL_LIMIT).default(10),
   weights: z.strictObject({ recency: weight.optional(), importance: weight.optional(), relevance: weight.optional() }).optional(),
   recency_half_life_hours: z.number().positive().max(1_000_000).optional(),
   filters: z

@@ -205,8 +205,8 @@ export function rankCandidates<T extends RankableCandidate>(candidates: readonly
   const minScore = opts.minScore;
   const limit = Math.max(0, Math.floor(opts.limit));
 
-  // Scored first and copied onto the candidate's fields only for those kept: a pool is up to
-  // twice `max(50, limit)` candidates, most of which do not make the cut.
+  // Scored first and copied onto the candidate's fields only for those kept: a pool holds up to
+  // two arms of candidates, most of which do not make the cut.
   const scored: Array<{ candidate: T; score: number; scores: ComponentScores }> = [];
   for (const candidate of candidates) {
     const scores: ComponentScores = {

@@ -303,6 +303,47 @@ describe('stable order and limits', () => {
   });
 });
 
+describe('limit only cuts the ranked list', () => {
+  // More memories than one arm brings (100), so the pool is a part of the user's memories.
+  const big = 'limit-big';
+  const small = 'limit-small';
+  let smallTax: string;
+
+  beforeAll(async () => {
+    await seed(big, [
+      ...Array.from({ length: 250 }, (_, i) => ({
+        content: `Carol went walking with friend number ${i} by the river`,
+        importance: 1 + (i % 9),
+        occurred_at: ago(((i * 37) % 250) * DAY),
+      })),
+      ...Array.from({ length: 10 }, (_, i) => ({ content: `Tax filing deadline item ${i} is in April`, importance: 10, occurred_at: ago(i * DAY) })),
+    ]);
+    const made = await seed(small, [
+      ...Array.from({ length: 80 }, (_, i) => ({ content: `Carol went walking with friend number ${i} by the river`, importance: 3, occurred_at: ago(DAY) })),
+      { content: 'Tax filing deadline is April fifteenth', importance: 10, occurred_at: ago(DAY) },
+    ]);
+    smallTax = made[80]!.id;
+  });
+
+  it.each([[undefined], [{ importance: 1 }], [{ recency: 1 }], [{ relevance: 1 }], [{ recency: 0.5, importance: 0.5 }]])(
+    'the first k of limit 100 are the answer at limit k (weights %j)',
+    async (weights) => {
+      const body = { query: 'walking by the river', ...(weights ? { weights } : {}) };
+      const all = (await recall(big, { ...body, limit: 100 })).map((m) => `${m.id} ${m.score}`);
+      expect(all).toHaveLength(100);
+      for (const limit of [1, 3, 10, 50]) {
+        expect((await recall(big, { ...body, limit })).map((m) => `${m.id} ${m.score}`)).toEqual(all.slice(0, limit));
+      }
+    },
+  );
+
+  it('ranks every memory of a user with at most 100: the most important first, though it shares no word', async () => {
+    const got = await recall(small, { query: 'walking', weights: { importance: 1 }, limit: 3 });
+    expect(got[0]!.id).toBe(smallTax);
+    expect(got[0]!.score).toBe(1);
+  });
+});
+
 describe('filters', () => {
   const user = 'filters';
 
