@@ -227,6 +227,15 @@ describe('validation messages', () => {
     expect(year0.body.errors).toEqual([{ path: '/as_of', message: expect.stringMatching(/0001-01-01/) }]);
   });
 
+  it('a recall with several faults hears of all of them at once, the weights included', async () => {
+    const res = await send({ name: '', method: 'POST', path: '/memories/recall', json: { query: '', limit: 0, weights: { recency: -1 }, as_of: 'yesterday' }, status: 400, code: 'validation_failed' });
+    expect(res.status).toBe(400);
+    const paths = new Set((res.body.errors as Array<{ path: string }>).map((e) => e.path));
+    expect([...paths].sort()).toEqual(['/as_of', '/limit', '/query', '/weights/recency']);
+    const zero = await send({ name: '', method: 'POST', path: '/memories/recall', json: { query: 'diary', limit: 0, weights: { recency: 0 } }, status: 400, code: 'validation_failed' });
+    expect((zero.body.errors as Array<{ path: string }>).map((e) => e.path).sort()).toEqual(['/limit', '/weights']);
+  });
+
   it('a body of the wrong type names no path in the detail, as its error has the path ""', async () => {
     const res = await send({ name: '', method: 'POST', path: '/memories/recall', json: [], status: 400, code: 'validation_failed' });
     expect(res.status).toBe(400);
