@@ -1,19 +1,23 @@
 import { z } from 'zod';
 import { category, idText, isoDateTime, metadataObject } from '../memories/schemas.js';
+import { InvalidWeightsError, validateWeights } from './scoring.js';
 
 /** The most memories one recall may ask for (the contract's `limit` range is 1–100). */
 export const MAX_RECALL_LIMIT = 100;
 
-// The weights' rules (scoring.ts validateWeights) checked here too, so that a request with several
-// faults hears of all of them in one answer.
-const weight = z
-  .number()
-  .refine(Number.isFinite, 'must be a finite number')
-  .refine((w) => !(w < 0), 'must not be negative');
+// The weights' own rules (scoring.ts) decide, inside the schema, so that a request with several
+// faults hears of all of them in one answer, a bad weight at its own path.
 const weights = z
-  .strictObject({ recency: weight.optional(), importance: weight.optional(), relevance: weight.optional() })
-  // All absent or 0; a negative one is reported at its own path, not here again.
-  .refine((w) => Object.values(w).some((v) => v !== 0), 'at least one weight must be greater than 0');
+  .strictObject({ recency: z.number().optional(), importance: z.number().optional(), relevance: z.number().optional() })
+  .transform((given, ctx) => {
+    try {
+      return validateWeights(given);
+    } catch (error) {
+      if (!(error instanceof InvalidWeightsError)) throw error;
+      ctx.addIssue({ code: 'custom', message: error.message, path: error.key ? [error.key] : [] });
+      return z.NEVER;
+    }
+  });
 
 export const recallBody = z.strictObject({
   user_id: idText.optional(),

@@ -1,7 +1,6 @@
 import { SCOPES, requireScope, resolveUserId } from '../auth/principal.js';
 import { withTenant } from '../db/tenant.js';
 import { toMemoryDto, type MemoryDto } from '../memories/schemas.js';
-import { validationFailed } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
 import type { Db } from '../db/client.js';
 import { bm25Scores, queryTerms } from './bm25.js';
@@ -9,16 +8,13 @@ import { findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQ
 import { MAX_RECALL_LIMIT, type RecallBody } from './schemas.js';
 import {
   DEFAULT_WEIGHTS,
-  InvalidWeightsError,
   fuseRelevance,
   mergeArms,
   rankCandidates,
-  validateWeights,
   type ArmSignals,
   type RankOptions,
   type RankableCandidate,
   type Ranked,
-  type RecallWeights,
 } from './scoring.js';
 import { queryWordForms } from './word-forms.js';
 
@@ -83,15 +79,8 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   requireScope(ctx.principal, SCOPES.read);
   const started = performance.now();
   const userId = resolveUserId(ctx.principal, body.user_id);
-  let weights: RecallWeights;
-  try {
-    weights = body.weights ? validateWeights(body.weights) : DEFAULT_WEIGHTS;
-  } catch (error) {
-    if (error instanceof InvalidWeightsError) {
-      throw validationFailed(error.message, [{ path: error.key ? `/weights/${error.key}` : '/weights', message: error.message }]);
-    }
-    throw error;
-  }
+  // The schema has checked them and filled the missing ones with 0.
+  const weights = body.weights ?? DEFAULT_WEIGHTS;
   const asOf = body.as_of ? new Date(body.as_of) : undefined;
   const now = asOf ?? ctx.services.clock();
   const [embedding] = await ctx.services.embedder.embed([body.query]);
