@@ -7,7 +7,7 @@ PG_MAJOR="${PG_MAJOR:-15}"
 PG_HOST="${PGHOST_TEST:-127.0.0.1}"
 PG_PORT="${PGPORT_TEST:-5432}"
 REDIS_PORT="${REDIS_PORT_TEST:-6379}"
-TEST_DB="${TEST_DB_NAME:-engram_test}"
+TEST_DB="${TEST_DATABASE_URL:+${TEST_DATABASE_URL##*/}}"; TEST_DB="${TEST_DB:-engram_test}"
 PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config"
 CACHE_DIR="${ENGRAM_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/engram-build}"
 
