@@ -77,7 +77,7 @@ describe('a job that runs longer than its lease, with a second worker polling', 
     expect(job).toMatchObject({ status: 'succeeded', result: { added: 1 } });
     expect((await jobRow(first, jobId))!.attempts).toBe(1);
     expect(llm.chatRequests('extraction')).toHaveLength(1);
-  });
+  }, 60_000);
 });
 
 describe('a job whose worker died holding its lease', () => {
