@@ -8,6 +8,7 @@ const POSTGRES_ONLY = [
   'test/integration/rls.test.ts',
   'test/integration/auth-jwks-down.test.ts',
   'test/integration/extraction-worker-process.test.ts',
+  'test/integration/queue-lease.test.ts',
 ];
 
 export default defineConfig({

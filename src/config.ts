@@ -58,10 +58,11 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: int(1, 64).default(4),
   QUEUE_SWEEP_INTERVAL_MS: int(100, 3_600_000).default(30_000),
   QUEUE_STALE_AFTER_MS: int(100, 86_400_000).default(60_000),
-  JOB_LEASE_MS: int(1000, 3_600_000).default(300_000),
+  JOB_LEASE_MS: int(1000, 3_600_000).default(30_000),
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -').default('engram'),
   TRANSCRIPT_RETENTION_HOURS: z.coerce.number().min(0).max(100_000).default(0),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(24).max(100_000).default(24),
+  RETENTION_SWEEP_INTERVAL_MS: int(100, 86_400_000).default(300_000),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -105,11 +106,16 @@ export interface Config {
     concurrency: number;
     sweepIntervalMs: number;
     staleAfterMs: number;
-    /** How long a claimed job is another worker's before it may be taken over (a crashed worker's). */
+    /**
+     * How long a claimed job is its worker's without a heartbeat: the worker renews it every
+     * third of it while the job runs, so only a dead worker's job is taken over, within one lease.
+     */
     leaseMs: number;
     queuePrefix: string;
     transcriptRetentionHours: number;
     idempotencyTtlHours: number;
+    /** How often each worker runs the retention sweeps (transcripts, idempotency keys). */
+    retentionSweepIntervalMs: number;
   };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -189,6 +195,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       queuePrefix: e.QUEUE_PREFIX,
       transcriptRetentionHours: e.TRANSCRIPT_RETENTION_HOURS,
       idempotencyTtlHours: e.IDEMPOTENCY_TTL_HOURS,
+      retentionSweepIntervalMs: e.RETENTION_SWEEP_INTERVAL_MS,
     },
     logLevel: e.LOG_LEVEL,
   };

@@ -4,7 +4,8 @@ import { resolveJwtSecret } from './auth/dev-secret.js';
 import { createTokenVerifier } from './auth/verifier.js';
 import type { Database } from './db/client.js';
 import { openDatabase, prepareDatabase } from './db/open.js';
-import { processJob, type PipelineDeps } from './extraction/pipeline.js';
+import { EXTRACTION_KIND, registerExtractionJobs } from './extraction/job-kind.js';
+import type { PipelineDeps } from './extraction/pipeline.js';
 import { createProviders, type Providers } from './extraction/providers.js';
 import { registerExtractionRoutes } from './extraction/routes.js';
 import { buildApp, type ReadinessCheck } from './http/app.js';
@@ -25,7 +26,7 @@ export interface Runtime {
   app: ReturnType<typeof buildApp>;
   /** Where a generated development secret lives, when one is in use. */
   devSecretFile: string | undefined;
-  /** Starts the extraction worker in this process (WORKER=inline, or the worker entry). */
+  /** Starts the queue's worker (extraction jobs, the sweeps) in this process (WORKER=inline, or the worker entry). */
   startWorker(): void;
   /** Stops taking jobs and waits for the ones in hand (graceful shutdown); the API keeps serving. */
   stopWorker(): Promise<void>;
@@ -39,10 +40,10 @@ export interface RuntimeOptions {
   providers?: Partial<Providers>;
 }
 
-/** BullMQ when Redis is configured, else the database-backed runner; both over the same job rows. */
-export function createQueue(config: Config, database: Database, logger: Logger): JobQueue {
-  if (config.redisUrl) return new BullJobQueue({ config, database, logger });
-  return new DatabaseJobQueue({ config, database, logger });
+/** BullMQ when Redis is configured, else the database-backed runner; both over the kinds' job rows. */
+export function createQueue(config: Config, logger: Logger, metrics?: Metrics): JobQueue {
+  if (config.redisUrl) return new BullJobQueue({ config, logger, ...(metrics ? { observer: metrics.queueObserver } : {}) });
+  return new DatabaseJobQueue({ config, logger });
 }
 
 /** Builds every long-lived part once; main.ts and the worker entry run it, tests drive it in-process. */
@@ -59,15 +60,16 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const verifier = createTokenVerifier({ ...config.auth, jwtSecret: secret });
   const metrics = createMetrics();
   const providers: Providers = { ...createProviders(config.llm, (call) => metrics.observeModelCall(call)), ...options.providers };
-  const queue = createQueue(config, database, logger);
+  const queue = createQueue(config, logger, metrics);
   metrics.setQueueDepth(() => queue.depth());
+  metrics.setQueueStates(() => queue.stateCounts());
   const services: Services = {
     config,
     database,
     embedder: providers.embedder,
     clock: options.clock ?? (() => new Date()),
     logger,
-    onUserErased: (tenantId, jobIds) => queue.remove(jobIds.map((jobId) => ({ tenantId, jobId }))),
+    onUserErased: (tenantId, jobIds) => queue.remove(jobIds.map((jobId) => ({ kind: EXTRACTION_KIND, tenantId, jobId }))),
     metrics,
   };
   const pipeline: PipelineDeps = {
@@ -78,7 +80,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     onJobClaimed: (job) => {
       if (job.attempts === 1) metrics.observeQueueWait(Date.now() - job.createdAt.getTime());
     },
+    onLeaseExpired: () => metrics.observeLeaseExpiry(EXTRACTION_KIND),
   };
+  registerExtractionJobs(queue, pipeline, { observeJob: (outcome, ms) => metrics.observeJob(outcome, ms) });
   const readiness: ReadinessCheck[] = config.redisUrl ? [{ name: 'redis', check: () => queue.ping() }] : [];
   const app = buildApp({
     services,
@@ -100,17 +104,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     startWorker() {
       if (workerStarted) return;
       workerStarted = true;
-      queue.startWorker(async (ref) => {
-        const started = performance.now();
-        try {
-          const outcome = await processJob(pipeline, ref);
-          metrics.observeJob(outcome.kind, performance.now() - started);
-          return outcome;
-        } catch (error) {
-          metrics.observeJob('crashed', performance.now() - started);
-          throw error;
-        }
-      });
+      queue.startWorker();
     },
     stopWorker: () => queue.stopWorker(),
     async close() {

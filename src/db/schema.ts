@@ -129,7 +129,7 @@ export const extractionJobs = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.id] }),
-    uniqueIndex('extraction_jobs_idempotency_uq').on(t.tenantId, t.idempotencyKey),
+    uniqueIndex('extraction_jobs_idempotency_user_uq').on(t.tenantId, t.userId, t.idempotencyKey),
     index('extraction_jobs_user_idx').on(t.tenantId, t.userId),
     index('extraction_jobs_pending_idx').on(t.status, t.runAfter).where(sql`status in ('queued', 'running')`),
   ],

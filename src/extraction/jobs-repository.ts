@@ -15,18 +15,23 @@ export interface NewJob {
   createdAt: Date;
 }
 
-/** Inserts the job, or returns the row already holding the idempotency key (inserted = false). */
+/**
+ * Inserts the job, or returns the row already holding the idempotency key (inserted = false). A key
+ * belongs to one user of the tenant: another user's identical key is another job.
+ */
 export async function insertJobOrGetExisting(tx: Db, job: NewJob): Promise<{ row: JobRow; inserted: boolean }> {
   const [inserted] = await tx
     .insert(extractionJobs)
     .values({ ...job, updatedAt: job.createdAt, runAfter: job.createdAt })
-    .onConflictDoNothing({ target: [extractionJobs.tenantId, extractionJobs.idempotencyKey] })
+    .onConflictDoNothing({ target: [extractionJobs.tenantId, extractionJobs.userId, extractionJobs.idempotencyKey] })
     .returning();
   if (inserted) return { row: inserted, inserted: true };
   const [existing] = await tx
     .select()
     .from(extractionJobs)
-    .where(and(eq(extractionJobs.tenantId, job.tenantId), eq(extractionJobs.idempotencyKey, job.idempotencyKey!)))
+    .where(
+      and(eq(extractionJobs.tenantId, job.tenantId), eq(extractionJobs.userId, job.userId), eq(extractionJobs.idempotencyKey, job.idempotencyKey!)),
+    )
     .limit(1);
   if (!existing) throw new Error('idempotency key conflict without a visible row');
   return { row: existing, inserted: false };
@@ -43,9 +48,12 @@ export async function findJob(tx: Db, tenantId: string, id: string, userId?: str
 
 /**
  * Takes a job for processing: a queued job whose time has come, or a running one whose lease ran
- * out (its worker died). Returns undefined when the job is finished, gone, or another worker's.
+ * out (its worker died; `tookOver` says so). Returns undefined when the job is finished, gone, or
+ * another worker's.
  */
-export async function claimJob(tx: Db, tenantId: string, id: string, leaseMs: number): Promise<JobRow | undefined> {
+export async function claimJob(tx: Db, tenantId: string, id: string, leaseMs: number): Promise<{ row: JobRow; tookOver: boolean } | undefined> {
+  const [before] = await query<{ status: JobStatus }>(tx, sql`select status from extraction_jobs where tenant_id = ${tenantId} and id = ${id} for update`);
+  if (!before) return undefined;
   const [row] = await tx
     .update(extractionJobs)
     .set({
@@ -63,7 +71,29 @@ export async function claimJob(tx: Db, tenantId: string, id: string, leaseMs: nu
       ),
     )
     .returning();
-  return row;
+  return row ? { row, tookOver: before.status === 'running' } : undefined;
+}
+
+/**
+ * Extends the lease of the attempt that claimed the job (its `attempts` number), while it runs.
+ * False when the job is no longer that attempt's: finished, erased, or taken over.
+ */
+export async function renewLease(tx: Db, tenantId: string, id: string, attempts: number, leaseMs: number): Promise<boolean> {
+  const rows = await tx
+    .update(extractionJobs)
+    .set({ lockedUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
+    .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id), eq(extractionJobs.status, 'running'), eq(extractionJobs.attempts, attempts)))
+    .returning({ id: extractionJobs.id });
+  return rows.length > 0;
+}
+
+/** Milliseconds until a running job's lease lapses (0 when it has), by the database's clock. */
+export async function leaseRemainingMs(tx: Db, tenantId: string, id: string): Promise<number | undefined> {
+  const [row] = await query<{ ms: number | string | null }>(
+    tx,
+    sql`select greatest(0, extract(epoch from (locked_until - now())) * 1000) as ms from extraction_jobs where tenant_id = ${tenantId} and id = ${id} and status = 'running'`,
+  );
+  return row?.ms == null ? undefined : Number(row.ms);
 }
 
 /** Locks the job row for the apply transaction; the caller checks it is still its to finish. */
@@ -95,7 +125,15 @@ export async function markSucceeded(tx: Db, tenantId: string, id: string, result
  * /jobs. `partial` (what the attempts spent so far) waits in `result` until the job succeeds;
  * GET /jobs shows `result` only then.
  */
-export async function markForRetry(tx: Db, tenantId: string, id: string, error: { code: string; message: string }, delayMs: number, partial?: unknown): Promise<void> {
+export async function markForRetry(
+  tx: Db,
+  tenantId: string,
+  id: string,
+  attempts: number,
+  error: { code: string; message: string },
+  delayMs: number,
+  partial?: unknown,
+): Promise<void> {
   await tx
     .update(extractionJobs)
     .set({
@@ -106,14 +144,27 @@ export async function markForRetry(tx: Db, tenantId: string, id: string, error: 
       runAfter: sql`now() + make_interval(secs => ${delayMs / 1000})`,
       updatedAt: sql`now()`,
     })
-    .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id), eq(extractionJobs.status, 'running')));
+    .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id), eq(extractionJobs.status, 'running'), eq(extractionJobs.attempts, attempts)));
 }
 
-export async function markFailed(tx: Db, tenantId: string, id: string, error: { code: string; message: string }, partial?: unknown): Promise<void> {
+/**
+ * The job failed for good: its transcript goes at once (nothing will ever read it again, and a
+ * failed job must not keep personal data longer than a succeeded one). Only the attempt that
+ * holds the job may fail it.
+ */
+export async function markFailed(tx: Db, tenantId: string, id: string, attempts: number, error: { code: string; message: string }, partial?: unknown): Promise<void> {
   await tx
     .update(extractionJobs)
-    .set({ status: 'failed', error, ...(partial === undefined ? {} : { result: partial }), lockedUntil: null, finishedAt: sql`now()`, updatedAt: sql`now()` })
-    .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id), sql`${extractionJobs.status} <> 'succeeded'`));
+    .set({
+      status: 'failed',
+      error,
+      payload: null,
+      ...(partial === undefined ? {} : { result: partial }),
+      lockedUntil: null,
+      finishedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    })
+    .where(and(eq(extractionJobs.tenantId, tenantId), eq(extractionJobs.id, id), eq(extractionJobs.status, 'running'), eq(extractionJobs.attempts, attempts)));
 }
 
 /** Keys of jobs that are due (queued and not touched for `staleAfterMs`) or whose lease expired. */
@@ -125,19 +176,32 @@ export async function dueJobs(tx: Db, staleAfterMs: number, limit: number): Prom
   return rows.map((r) => ({ tenantId: r.tenant_id, id: r.id }));
 }
 
-/** Drops transcripts of finished jobs older than the retention window. */
-export async function purgeExpiredTranscripts(tx: Db, tenantId: string, retentionHours: number): Promise<number> {
-  const rows = await tx
-    .update(extractionJobs)
-    .set({ payload: null })
-    .where(
-      and(
-        eq(extractionJobs.tenantId, tenantId),
-        sql`${extractionJobs.status} in ('succeeded', 'failed')`,
-        sql`${extractionJobs.payload} is not null`,
-        sql`${extractionJobs.finishedAt} < now() - make_interval(hours => ${retentionHours})`,
-      ),
-    )
-    .returning({ id: extractionJobs.id });
-  return rows.length;
+/** Whether one job is due now: queued and its time has come, or running with a lapsed lease. */
+export async function isJobDue(tx: Db, tenantId: string, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    tx,
+    sql`select id from extraction_jobs where tenant_id = ${tenantId} and id = ${id}
+        and ((status = 'queued' and run_after <= now()) or (status = 'running' and locked_until < now()))`,
+  );
+  return rows.length > 0;
+}
+
+/** Jobs by state across tenants (counts only), for metrics. */
+export async function countJobsByState(tx: Db): Promise<Record<'queued' | 'running' | 'failed', number>> {
+  const rows = await query<{ status: string; n: number | string }>(tx, sql`select status, n from engram_job_counts()`);
+  const counts = { queued: 0, running: 0, failed: 0 };
+  for (const row of rows) if (row.status === 'queued' || row.status === 'running' || row.status === 'failed') counts[row.status] = Number(row.n);
+  return counts;
+}
+
+/** Drops the transcripts of at most `limit` jobs that finished before `finishedBefore`, across tenants. */
+export async function purgeTranscripts(tx: Db, finishedBefore: Date, limit: number): Promise<number> {
+  const [row] = await query<{ n: number }>(tx, sql`select engram_purge_transcripts(${finishedBefore.toISOString()}::timestamptz, ${limit}) as n`);
+  return Number(row?.n ?? 0);
+}
+
+/** Forgets the idempotency keys of at most `limit` finished jobs accepted before `createdBefore`, across tenants. */
+export async function expireIdempotencyKeys(tx: Db, createdBefore: Date, limit: number): Promise<number> {
+  const [row] = await query<{ n: number }>(tx, sql`select engram_expire_idempotency_keys(${createdBefore.toISOString()}::timestamptz, ${limit}) as n`);
+  return Number(row?.n ?? 0);
 }

@@ -20,6 +20,7 @@ export const DEFAULT_NOOP_THRESHOLD = 0.92;
  */
 export class OfflineResolver implements Resolver {
   readonly name = 'offline:similarity';
+  readonly local = true;
   readonly noopThreshold: number;
 
   constructor(options: OfflineResolverOptions = {}) {

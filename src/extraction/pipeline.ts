@@ -4,8 +4,10 @@ import { withTenant } from '../db/tenant.js';
 import * as memoryRepo from '../memories/repository.js';
 import { storeAsGiven } from '../memories/service.js';
 import { emptyUsage, type Embedder, type Usage } from '../llm/types.js';
+import { withLeaseHeartbeat } from '../queue/registry.js';
+import type { DueJob, JobError, JobOutcome } from '../queue/types.js';
 import * as jobsRepo from './jobs-repository.js';
-import { contentHash } from './normalise.js';
+import { contentHash, normaliseFactText } from './normalise.js';
 import { jobPayload, type JobPayload, type JobResult } from './schemas.js';
 import type { ExtractedFact, Extractor, ResolvedOperation, Resolver } from './types.js';
 import type { Config } from '../config.js';
@@ -20,26 +22,22 @@ export interface PipelineDeps {
   logger: Logger;
   /** Told when an attempt starts (metrics: the queue wait of a first attempt). */
   onJobClaimed?: (job: { attempts: number; createdAt: Date }) => void;
+  /** Told when an attempt takes over a job whose previous worker's lease lapsed (metrics). */
+  onLeaseExpired?: () => void;
 }
 
-export interface JobRef {
-  tenantId: string;
-  jobId: string;
-}
+export type { JobError };
 
-/** How a processing attempt ended, for the queue implementation to act on. */
-export type JobOutcome =
-  | { kind: 'succeeded'; result: JobResult }
-  | { kind: 'skipped'; reason: 'finished' | 'gone' | 'busy' }
-  | { kind: 'retry'; delayMs: number; error: JobError }
-  | { kind: 'failed'; error: JobError };
-
-export interface JobError {
-  code: string;
-  message: string;
-}
+/** How an extraction attempt ended: the queue's outcomes, with the result of a success. */
+export type ExtractionOutcome = { kind: 'succeeded'; result: JobResult } | Exclude<JobOutcome, { kind: 'succeeded' }>;
 
 const CANDIDATES_PER_FACT = 5;
+
+/**
+ * How many times a job with a remote resolver decides again when the user's memories changed
+ * between its decision and its turn under the lock; past that the attempt is retried later.
+ */
+const MAX_RESOLUTION_ROUNDS = 3;
 
 /** Exponential backoff: base, 2×base, 4×base … capped at ten minutes. */
 export function backoffDelay(baseMs: number, attempt: number): number {
@@ -50,30 +48,41 @@ export function backoffDelay(baseMs: number, attempt: number): number {
  * Runs one extraction job end to end: claim → extract → embed → find candidates → resolve →
  * apply. Everything that changes memories, and the job's own `succeeded`, commit in one
  * transaction under the user's advisory lock, so a retried or duplicated delivery never applies
- * twice and two jobs for one user cannot both add the same fact.
+ * twice and two jobs for one user cannot both add the same fact. The decision is taken against
+ * what that transaction sees: a local resolver decides inside it; a remote one decides before it
+ * (no transaction stays open across a model call) and decides again if the candidates changed.
+ * While the attempt runs its lease is renewed, so only a dead worker's job is taken over.
  */
-export async function processJob(deps: PipelineDeps, ref: JobRef): Promise<JobOutcome> {
+export async function processJob(deps: PipelineDeps, ref: DueJob): Promise<ExtractionOutcome> {
   const { database, config } = deps;
-  let claimed: jobsRepo.JobRow | undefined;
+  let claim: Awaited<ReturnType<typeof jobsRepo.claimJob>>;
   try {
-    claimed = await withTenant(database, ref.tenantId, (tx) => jobsRepo.claimJob(tx, ref.tenantId, ref.jobId, config.jobs.leaseMs));
+    claim = await withTenant(database, ref.tenantId, (tx) => jobsRepo.claimJob(tx, ref.tenantId, ref.jobId, config.jobs.leaseMs));
   } catch (error) {
     if (isDatabaseUnavailable(error)) return { kind: 'retry', delayMs: backoffDelay(config.jobs.backoffMs, 1), error: toJobError(error) };
     throw error;
   }
-  if (!claimed) {
+  if (!claim) {
     const row = await withTenant(database, ref.tenantId, (tx) => jobsRepo.findJob(tx, ref.tenantId, ref.jobId));
     if (!row) return { kind: 'skipped', reason: 'gone' };
     if (row.status === 'succeeded' || row.status === 'failed') return { kind: 'skipped', reason: 'finished' };
-    return { kind: 'skipped', reason: 'busy' };
+    // Another worker holds it: look again when its lease would lapse (a little after, for clocks).
+    const remaining = await withTenant(database, ref.tenantId, (tx) => jobsRepo.leaseRemainingMs(tx, ref.tenantId, ref.jobId));
+    return { kind: 'skipped', reason: 'busy', retryAfterMs: Math.min(config.jobs.leaseMs, remaining ?? config.jobs.leaseMs) + 250 };
   }
-  const job = claimed;
+  const job = claim.row;
+  if (claim.tookOver) deps.onLeaseExpired?.();
   deps.onJobClaimed?.(job);
   // A job's usage counts every attempt: failed ones spent tokens too (kept on the row meanwhile).
   const usage = usageCarriedFrom(job.result);
   try {
     const payload = jobPayload.parse(job.payload);
-    const result = await runAndApply(deps, job, payload, usage);
+    const result = await withLeaseHeartbeat(
+      Math.max(250, Math.floor(config.jobs.leaseMs / 3)),
+      () => withTenant(database, ref.tenantId, (tx) => jobsRepo.renewLease(tx, ref.tenantId, ref.jobId, job.attempts, config.jobs.leaseMs)),
+      deps.logger,
+      () => runAndApply(deps, job, payload, usage),
+    );
     if (!result) return { kind: 'skipped', reason: 'gone' };
     return { kind: 'succeeded', result };
   } catch (error) {
@@ -83,11 +92,13 @@ export async function processJob(deps: PipelineDeps, ref: JobRef): Promise<JobOu
     try {
       if (retryable && attemptsLeft) {
         const delayMs = backoffDelay(config.jobs.backoffMs, job.attempts);
-        await withTenant(database, ref.tenantId, (tx) => jobsRepo.markForRetry(tx, ref.tenantId, ref.jobId, jobError, delayMs, { usage: usageDto(usage) }));
+        await withTenant(database, ref.tenantId, (tx) =>
+          jobsRepo.markForRetry(tx, ref.tenantId, ref.jobId, job.attempts, jobError, delayMs, { usage: usageDto(usage) }),
+        );
         deps.logger.warn({ jobId: ref.jobId, attempt: job.attempts, code: jobError.code, delayMs }, 'extraction attempt failed; will retry');
         return { kind: 'retry', delayMs, error: jobError };
       }
-      await withTenant(database, ref.tenantId, (tx) => jobsRepo.markFailed(tx, ref.tenantId, ref.jobId, jobError, { usage: usageDto(usage) }));
+      await withTenant(database, ref.tenantId, (tx) => jobsRepo.markFailed(tx, ref.tenantId, ref.jobId, job.attempts, jobError, { usage: usageDto(usage) }));
     } catch (markError) {
       // The database is down too: leave the row running; its lease expires and the job is retried.
       deps.logger.error({ jobId: ref.jobId, code: toJobError(markError).code }, 'could not record the job failure');
@@ -98,10 +109,31 @@ export async function processJob(deps: PipelineDeps, ref: JobRef): Promise<JobOu
   }
 }
 
+/** A remote resolver's decisions could not be applied: the user's memories kept changing under them. */
+class ResolutionContendedError extends Error {
+  readonly code = 'resolution_contended';
+  readonly retryable = true;
+  constructor() {
+    super('the memories changed under every resolution round');
+    this.name = 'ResolutionContendedError';
+  }
+}
+
 interface PlannedFact {
   fact: ExtractedFact;
   embedding: number[];
 }
+
+/** The resolver's decisions for a job's facts, and the candidate set they were taken against. */
+interface Decision {
+  operations: ResolvedOperation[];
+  dropped: number;
+  resolverName: string;
+  candidates: string;
+}
+
+/** Returned by the apply step when a remote decision was taken against candidates that changed since. */
+const STALE = Symbol('stale decision');
 
 async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: JobPayload, usage: Usage): Promise<JobResult | undefined> {
   const now = new Date();
@@ -110,45 +142,93 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
     : verbatimFacts(payload, job.createdAt);
   const embeddings = facts.length > 0 ? await deps.embedder.embed(facts.map((f) => f.content), usage) : [];
   const planned: PlannedFact[] = facts.map((fact, i) => ({ fact, embedding: embeddings[i]! }));
+  const resolves = payload.infer && planned.length > 0;
 
-  let operations: ResolvedOperation[];
-  let dropped = 0;
-  let resolverName = 'none';
-  if (!payload.infer) {
-    operations = []; // stored as given by storeAsGiven in the apply transaction
-  } else if (planned.length === 0) {
-    operations = [];
-  } else {
-    const similar = await withTenant(deps.database, job.tenantId, (tx) =>
-      memoryRepo.findSimilarCurrent(tx, job.tenantId, job.userId, embeddings, CANDIDATES_PER_FACT),
-    );
-    const resolution = await deps.resolver.resolve(
-      {
-        facts: planned.map(({ fact }, i) => ({
-          fact,
-          candidates: similar
-            .filter((s) => s.queryIndex === i)
-            .map((s) => ({ id: s.id, content: s.content, occurredAt: s.occurredAt, importance: s.importance, category: s.category, similarity: s.similarity })),
-        })),
-      },
-      usage,
-    );
-    operations = resolution.operations;
-    // A "redundant" drop is a NOOP beside a real change for the same fact: nothing was lost.
-    const meaningful = resolution.dropped.filter((d) => d.code !== 'redundant');
-    dropped = meaningful.length;
-    resolverName = deps.resolver.name;
-    for (const d of meaningful) {
-      deps.logger.warn({ jobId: job.id, factIndex: d.factIndex, code: d.code }, 'resolver operation dropped');
+  for (let round = 1; ; round++) {
+    let decided: Decision | undefined;
+    if (resolves && deps.resolver.local !== true) {
+      const similar = await withTenant(deps.database, job.tenantId, (tx) =>
+        memoryRepo.findSimilarCurrent(tx, job.tenantId, job.userId, embeddings, CANDIDATES_PER_FACT),
+      );
+      decided = await decide(deps, job, planned, similar, usage);
     }
+    const applied = await applyUnderLock(deps, job, payload, usage, planned, now, decided);
+    if (applied !== STALE) return applied;
+    if (round >= MAX_RESOLUTION_ROUNDS) throw new ResolutionContendedError();
+    deps.logger.info({ jobId: job.id, round }, 'memories changed since resolution; resolving again');
   }
+}
 
+/** Asks the resolver about the facts against these candidates. */
+async function decide(deps: PipelineDeps, job: jobsRepo.JobRow, planned: PlannedFact[], similar: memoryRepo.SimilarMemory[], usage: Usage): Promise<Decision> {
+  const resolution = await deps.resolver.resolve(
+    {
+      facts: planned.map(({ fact }, i) => ({
+        fact,
+        candidates: similar
+          .filter((s) => s.queryIndex === i)
+          .map((s) => ({ id: s.id, content: s.content, occurredAt: s.occurredAt, importance: s.importance, category: s.category, similarity: s.similarity })),
+      })),
+    },
+    usage,
+  );
+  // A "redundant" drop is a NOOP beside a real change for the same fact: nothing was lost.
+  const meaningful = resolution.dropped.filter((d) => d.code !== 'redundant');
+  for (const d of meaningful) {
+    deps.logger.warn({ jobId: job.id, factIndex: d.factIndex, code: d.code }, 'resolver operation dropped');
+  }
+  return { operations: resolution.operations, dropped: meaningful.length, resolverName: deps.resolver.name, candidates: candidateSet(planned, similar) };
+}
+
+/**
+ * What a decision depends on: each fact's candidates (id and text). A memory identical to the fact
+ * itself is left out: it tells the resolver nothing new (the fact is stored already, and the
+ * unique index turns an ADD of it into "unchanged"), so it needs no second decision.
+ */
+function candidateSet(planned: PlannedFact[], similar: memoryRepo.SimilarMemory[]): string {
+  return similar
+    .filter((s) => normaliseFactText(s.content) !== normaliseFactText(planned[s.queryIndex]?.fact.content ?? ''))
+    .map((s) => `${s.queryIndex}:${s.id}:${contentHash(s.content)}`)
+    .sort()
+    .join(',');
+}
+
+/**
+ * One transaction under the user's lock: the decision is checked (or, for a local resolver,
+ * taken) against the current memories, then applied with the job's `succeeded`. Undefined when
+ * the job is no longer this attempt's; STALE when a remote decision must be taken again.
+ */
+async function applyUnderLock(
+  deps: PipelineDeps,
+  job: jobsRepo.JobRow,
+  payload: JobPayload,
+  usage: Usage,
+  planned: PlannedFact[],
+  now: Date,
+  preDecided: Decision | undefined,
+): Promise<JobResult | undefined | typeof STALE> {
   return withTenant(deps.database, job.tenantId, async (tx) => {
     await memoryRepo.lockUser(tx, job.tenantId, job.userId);
     const current = await jobsRepo.lockJob(tx, job.tenantId, job.id);
-    // Erased meanwhile, or another delivery already finished it: apply nothing.
+    // Erased meanwhile, finished by another delivery, or taken over after this attempt's lease
+    // lapsed: apply nothing.
     if (!current) return undefined;
-    if (current.status === 'succeeded' || current.status === 'failed') return undefined;
+    if (current.status !== 'running' || current.attempts !== job.attempts) return undefined;
+
+    let operations: ResolvedOperation[] = [];
+    let dropped = 0;
+    let resolverName = 'none';
+    if (payload.infer && planned.length > 0) {
+      const similar = await memoryRepo.findSimilarCurrent(
+        tx,
+        job.tenantId,
+        job.userId,
+        planned.map((p) => p.embedding),
+        CANDIDATES_PER_FACT,
+      );
+      if (preDecided && preDecided.candidates !== candidateSet(planned, similar)) return STALE;
+      ({ operations, dropped, resolverName } = preDecided ?? (await decide(deps, job, planned, similar, usage)));
+    }
 
     const counts = { added: 0, updated: 0, deleted: 0, unchanged: 0 };
     const memoryIds: string[] = [];
@@ -335,6 +415,7 @@ const PUBLIC_MESSAGES: Record<string, string> = {
   llm_request_rejected: 'the language model endpoint rejected the request',
   embedding_unavailable: 'the embedding endpoint was unavailable',
   database_unavailable: 'the database was unavailable',
+  resolution_contended: "the user's memories kept changing while the job decided; it is retried",
   invalid_job_payload: 'the stored job payload is not valid',
 };
 

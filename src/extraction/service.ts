@@ -4,6 +4,7 @@ import { withTenant } from '../db/tenant.js';
 import { DomainError, notFound } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
 import type { JobQueue } from '../queue/types.js';
+import { EXTRACTION_KIND } from './job-kind.js';
 import * as jobsRepo from './jobs-repository.js';
 import type { ExtractBody, JobDto, JobPayload, JobResult } from './schemas.js';
 
@@ -52,7 +53,7 @@ export async function acceptExtraction(ctx: RequestContext, queue: JobQueue, bod
   if (!inserted && row.bodyHash !== bodyHash) {
     throw new DomainError('idempotency_conflict', 'this Idempotency-Key was already used with a different body');
   }
-  if (inserted) await queue.enqueue({ tenantId, jobId: row.id });
+  if (inserted) await queue.enqueue({ kind: EXTRACTION_KIND, tenantId, jobId: row.id });
   return { job_id: row.id, status: row.status, status_url: `/jobs/${row.id}` };
 }
 

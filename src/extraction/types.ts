@@ -113,5 +113,10 @@ export interface Extractor {
 export interface Resolver {
   /** e.g. "openai:gpt-4o-mini" or "offline:similarity"; the job result reports it. */
   readonly name: string;
+  /**
+   * True when `resolve` calls no remote service and is quick: the pipeline then decides inside the
+   * transaction that holds the user's lock. Otherwise it decides outside and re-checks under it.
+   */
+  readonly local?: boolean;
   resolve(input: ResolveInput, usage: Usage): Promise<ResolveResult>;
 }

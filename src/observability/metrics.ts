@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ModelCall } from '../llm/types.js';
+import type { JobStateCounts, QueueObserver } from '../queue/types.js';
 import { withTimeout } from '../shared/timeout.js';
 
 /**
@@ -27,6 +28,12 @@ export interface Metrics {
   observeModelCall(call: ModelCall): void;
   /** Where the queue-depth gauge reads from at scrape time. */
   setQueueDepth(source: () => Promise<number>): void;
+  /** Where the outbox gauge (jobs by kind and state, from the database) reads from at scrape time. */
+  setQueueStates(source: () => Promise<Array<{ kind: string; counts: JobStateCounts }>>): void;
+  /** A job attempt took over a job whose worker's lease lapsed (that worker died or stalled). */
+  observeLeaseExpiry(kind: string): void;
+  /** Counts enqueue failures and sweeper re-queues, as the queue reports them. */
+  readonly queueObserver: QueueObserver;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -81,19 +88,66 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registers: [registry],
   });
   let depthSource: (() => Promise<number>) | undefined;
-  new Gauge({
+  let depthUnreadable = false;
+  // Unlabelled gauges print 0 when empty, so an unreadable depth is left out by hand: a 0 would
+  // say "no backlog" exactly when nobody knows.
+  class OptionalGauge extends Gauge {
+    override async get() {
+      const metric = await super.get();
+      return depthUnreadable ? { ...metric, values: [] } : metric;
+    }
+  }
+  new OptionalGauge({
     name: 'engram_queue_depth',
-    help: 'Extraction jobs waiting to run (queued or delayed, not running), read at scrape time.',
+    help: 'Jobs waiting in the queue (queued or delayed, not running), read at scrape time; absent when the queue cannot be read.',
     registers: [registry],
     async collect() {
       if (!depthSource) return;
       try {
         this.set(await withTimeout(depthSource(), 2000));
+        depthUnreadable = false;
       } catch {
         // The queue is unreachable: report nothing rather than fail the scrape (readiness says why).
+        depthUnreadable = true;
+      }
+    },
+  });
+  let statesSource: (() => Promise<Array<{ kind: string; counts: JobStateCounts }>>) | undefined;
+  new Gauge({
+    name: 'engram_queue_jobs',
+    help: 'Jobs in the outbox (the database) by kind and state: queued, running, failed; absent when the database cannot be read.',
+    labelNames: ['kind', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      if (!statesSource) return;
+      try {
+        const states = await withTimeout(statesSource(), 2000);
+        this.reset();
+        for (const { kind, counts } of states) {
+          for (const [state, count] of Object.entries(counts)) this.set({ kind, state }, count);
+        }
+      } catch {
         this.reset();
       }
     },
+  });
+  const enqueueFailures = new Counter({
+    name: 'engram_queue_enqueue_failures_total',
+    help: 'Jobs accepted into the outbox that the queue (Redis) could not take at once; the sweeper sends them later.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const leaseExpiries = new Counter({
+    name: 'engram_queue_lease_expiries_total',
+    help: 'Jobs taken over after their worker stopped renewing its lease (it died or stalled).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const requeues = new Counter({
+    name: 'engram_queue_sweeper_requeues_total',
+    help: 'Due jobs the sweeper sent to the queue again because the queue no longer held them.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
   });
   const modelCalls = new Counter({
     name: 'engram_model_calls_total',
@@ -143,6 +197,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     setQueueDepth(source) {
       depthSource = source;
+    },
+    setQueueStates(source) {
+      statesSource = source;
+    },
+    observeLeaseExpiry(kind) {
+      leaseExpiries.inc({ kind });
+    },
+    queueObserver: {
+      enqueueFailed: (kind) => enqueueFailures.inc({ kind }),
+      requeued: (kind, count) => requeues.inc({ kind }, count),
     },
     render: () => registry.metrics(),
   };

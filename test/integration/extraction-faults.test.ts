@@ -106,6 +106,8 @@ describe('model faults (scripted model)', () => {
     expect(llm.chatRequests('extraction')).toHaveLength(6);
     const row = await jobRow(app, jobId);
     expect(row).toMatchObject({ status: 'failed', attempts: 3 });
+    // Failed for good: the transcript is not kept (nothing will read it again).
+    expect(row!.payload).toBeNull();
     expect(await countRows(app, 'memories', user)).toBe(0);
     expect(await countRows(app, 'memory_events', user)).toBe(0);
   });

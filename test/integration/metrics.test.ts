@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, tokenFor, type TestApp } from '../support/harness.js';
 import { deleteQueueKeys, factsReply, llmAppEnv, postExtract, said, uniqueQueuePrefix, waitForJob } from '../support/jobs.js';
+import { parseMetrics, type Sample } from '../support/metrics.js';
 import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.js';
 
 /**
@@ -31,25 +32,6 @@ afterAll(async () => {
   await deleteQueueKeys(prefix);
 });
 beforeEach(() => llm.reset());
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[key!] = value!;
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
 
 async function scrape(): Promise<Sample[]> {
   const res = await app.call('GET', '/metrics');
