@@ -23,11 +23,31 @@ export function requestId(): MiddlewareHandler {
   };
 }
 
+/**
+ * The body limit, and `Connection: close` on any answer given before the request's body was read
+ * to its end (a 413, or a 401/415/… decided from the headers): the unread rest of the body would
+ * otherwise sit in the kept-alive connection ahead of the client's next request, which is lost.
+ */
 export function limitBody(maxBytes: number): MiddlewareHandler {
-  return bodyLimit({
+  const limit = bodyLimit({
     maxSize: maxBytes,
     onError: (c) => problem(c, new DomainError('payload_too_large', `the body exceeds ${maxBytes} bytes`)),
   });
+  return async (c, next) => {
+    const sent = c.req.raw;
+    const refused = await limit(c, next);
+    if (refused instanceof Response) c.res = refused;
+    if (bodyLeftUnread(c, sent)) c.res.headers.set('connection', 'close');
+  };
+}
+
+function bodyLeftUnread(c: Context, sent: Request): boolean {
+  const length = c.req.header('content-length');
+  if (!c.req.header('transfer-encoding') && (length === undefined || Number(length) === 0)) return false;
+  // Behind @hono/node-server the socket's own stream says whether the body was read to its end.
+  const incoming = (c.env as { incoming?: { readableEnded?: unknown } } | undefined)?.incoming;
+  if (typeof incoming?.readableEnded === 'boolean') return !incoming.readableEnded;
+  return c.req.raw === sent && !sent.bodyUsed;
 }
 
 export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
