@@ -50,6 +50,29 @@ function bodyLeftUnread(c: Context, sent: Request): boolean {
   return c.req.raw === sent && !sent.bodyUsed;
 }
 
+/**
+ * A bound on the whole request: when it runs past `ms` (a wait nothing else bounded) the caller gets
+ * 503 with Retry-After; the work left behind finishes or fails on its own, a transaction rolling
+ * back or committing as it would have.
+ */
+export function requestDeadline(ms: number): MiddlewareHandler {
+  return async (c, next) => {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'expired'>((resolve) => {
+      timer = setTimeout(() => resolve('expired'), ms);
+    });
+    const work = next().then(() => 'done' as const);
+    try {
+      if ((await Promise.race([work, expired])) === 'expired') {
+        work.catch(() => {});
+        c.res = problem(c, new DomainError('unavailable', `the request took longer than ${ms} ms; retry later`, { retryAfterSeconds: 5 }));
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
 export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
   return async (c, next) => {
     const header = c.req.header('authorization');
