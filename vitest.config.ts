@@ -9,6 +9,7 @@ const POSTGRES_ONLY = [
   'test/integration/auth-jwks-down.test.ts',
   'test/integration/extraction-worker-process.test.ts',
   'test/integration/queue-lease.test.ts',
+  'test/integration/db-faults.test.ts',
 ];
 
 export default defineConfig({

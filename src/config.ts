@@ -63,6 +63,11 @@ const envSchema = z.object({
   TRANSCRIPT_RETENTION_HOURS: z.coerce.number().min(0).max(100_000).default(0),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(24).max(100_000).default(24),
   RETENTION_SWEEP_INTERVAL_MS: int(100, 86_400_000).default(300_000),
+  // Bounds on every wait for the database, so an outage answers 503 fast instead of hanging.
+  DB_CONNECT_TIMEOUT_MS: int(100, 60_000).default(1000),
+  DB_ACQUIRE_TIMEOUT_MS: int(100, 60_000).default(1500),
+  REQUEST_TIMEOUT_MS: int(1000, 600_000).default(30_000),
+  READINESS_TIMEOUT_MS: int(50, 10_000).default(800),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -90,6 +95,17 @@ export interface Config {
   };
   recall: { halfLifeHours: number };
   http: { maxBodyBytes: number; rateLimitPerMinute: number };
+  /** Upper bounds on waits: a request that exceeds one answers 503 with Retry-After. */
+  timeouts: {
+    /** Opening a database connection, TCP connect to ready. */
+    dbConnectMs: number;
+    /** Taking a connection from the pool for a transaction (connecting included). */
+    dbAcquireMs: number;
+    /** A whole request. */
+    requestMs: number;
+    /** Each check of /readyz. */
+    readinessMs: number;
+  };
   llm: {
     apiKey: string | undefined;
     baseUrl: string | undefined;
@@ -176,6 +192,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     recall: { halfLifeHours: e.RECALL_HALF_LIFE_HOURS },
     http: { maxBodyBytes: e.MAX_BODY_BYTES, rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE },
+    timeouts: {
+      dbConnectMs: e.DB_CONNECT_TIMEOUT_MS,
+      dbAcquireMs: e.DB_ACQUIRE_TIMEOUT_MS,
+      requestMs: e.REQUEST_TIMEOUT_MS,
+      readinessMs: e.READINESS_TIMEOUT_MS,
+    },
     llm: {
       apiKey: e.OPENAI_API_KEY,
       baseUrl: e.OPENAI_BASE_URL,

@@ -83,7 +83,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     onLeaseExpired: () => metrics.observeLeaseExpiry(EXTRACTION_KIND),
   };
   registerExtractionJobs(queue, pipeline, { observeJob: (outcome, ms) => metrics.observeJob(outcome, ms) });
-  const readiness: ReadinessCheck[] = config.redisUrl ? [{ name: 'redis', check: () => queue.ping() }] : [];
+  // Not critical: while Redis is down the outbox keeps accepting jobs and the sweeper sends them later.
+  const readiness: ReadinessCheck[] = config.redisUrl ? [{ name: 'redis', critical: false, check: () => queue.ping() }] : [];
   const app = buildApp({
     services,
     verifier,

@@ -84,6 +84,7 @@ const UNAVAILABLE_CODES = new Set([
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
+  'CONNECTION_ACQUIRE_TIMEOUT',
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
@@ -98,6 +99,11 @@ const UNAVAILABLE_CODES = new Set([
   '08001',
   '08004',
 ]);
+
+/** An error `isDatabaseUnavailable` recognises, shaped like postgres.js's own connection errors. */
+export function connectionError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
 
 /** True when an error (or any error in its cause chain) means the database could not be reached. */
 export function isDatabaseUnavailable(error: unknown): boolean {

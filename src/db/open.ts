@@ -8,7 +8,10 @@ import { openPostgres } from './postgres.js';
 
 /** The configured database: PostgreSQL at DATABASE_URL, else embedded PGlite under DATA_DIR. */
 export async function openDatabase(config: Config): Promise<Database> {
-  if (config.databaseUrl) return openPostgres({ url: config.databaseUrl });
+  if (config.databaseUrl) {
+    const { dbConnectMs, dbAcquireMs } = config.timeouts;
+    return openPostgres({ url: config.databaseUrl, connectTimeoutMs: dbConnectMs, acquireTimeoutMs: dbAcquireMs });
+  }
   const { openPglite } = await import('./pglite.js');
   return openPglite({ dataDir: config.dataDir });
 }

@@ -3,12 +3,16 @@ import { PostgresJsSession, PostgresJsTransaction } from 'drizzle-orm/postgres-j
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import * as schema from './schema.js';
-import { APP_ROLE, setConfigStatement, type Database, type Db, type TransactionOptions } from './client.js';
+import { APP_ROLE, connectionError, isDatabaseUnavailable, setConfigStatement, type Database, type Db, type TransactionOptions } from './client.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PostgresOptions {
   url: string;
   maxConnections?: number;
+  /** Opening one connection, TCP connect to ready for queries. */
+  connectTimeoutMs?: number;
+  /** Taking a connection from the pool for a transaction, connecting included. */
+  acquireTimeoutMs?: number;
 }
 
 type Client = postgres.Sql;
@@ -43,6 +47,104 @@ export function preparingParameterised(client: Client): Client {
   });
 }
 
+/**
+ * The parts of a postgres.js 3.4.9 query object the guard below uses: `handler` is what sends it
+ * down its connection, `reject` settles it, and `options.onexecute` is called with the connection
+ * a statement went down (postgres.js's own `begin` learns its connection the same way).
+ */
+interface QueryInternals {
+  handler: (query: QueryInternals) => void;
+  reject: (error: unknown) => void;
+}
+interface PooledConnection {
+  id: number;
+}
+
+/**
+ * Keeps a reserved connection from being used after its socket closed. postgres.js 3.4.9 takes a
+ * statement sent on a reserved connection whose socket is gone and schedules its write to a null
+ * socket, which throws from a timer and kills the process; and `release()` of such a connection
+ * puts it among the open ones, where the next pooled statement meets the same end (upstream
+ * porsager/postgres#1154, open; PR #1168 only guards the write, and then the statement hangs).
+ * So: learn the connection's id from the first statement, hear of its close through the
+ * client's `onclose`, then reject what was sent and what is sent later, and do not release it
+ * (postgres.js has already moved it to its closed connections, to be reconnected).
+ */
+class ReservationGuard {
+  private connectionId: number | undefined;
+  private closedError: Error | undefined;
+  private readonly inFlight = new Set<QueryInternals>();
+
+  constructor(private readonly byConnection: Map<number, ReservationGuard>) {}
+
+  /** Set once the connection closed: the error every statement on it gets from then on. */
+  get lost(): Error | undefined {
+    return this.closedError;
+  }
+
+  /** The reserved connection, with every statement sent through the guard. */
+  wrap(reserved: Client): Client {
+    const onexecute = (connection: PooledConnection): boolean => {
+      if (this.connectionId === undefined) {
+        this.connectionId = connection.id;
+        this.byConnection.set(connection.id, this);
+      }
+      return true;
+    };
+    return new Proxy(reserved, {
+      get: (target, property, receiver) => {
+        if (property !== 'unsafe') return Reflect.get(target, property, receiver) as unknown;
+        return (text: string, parameters?: postgres.ParameterOrJSON<never>[], options?: UnsafeOptions) => {
+          const query = target.unsafe(text, parameters, { ...options, onexecute } as UnsafeOptions);
+          const internals = query as unknown as QueryInternals;
+          const send = internals.handler;
+          internals.handler = (q) => {
+            if (this.closedError) return q.reject(this.closedError);
+            this.inFlight.add(q);
+            const settled = () => this.inFlight.delete(q);
+            Promise.prototype.then.call(q, settled, settled);
+            send(q);
+          };
+          return query;
+        };
+      },
+    });
+  }
+
+  /** postgres.js's `onclose` for this connection: statements queued behind it would never settle. */
+  connectionClosed(): void {
+    this.closedError ??= connectionError('CONNECTION_CLOSED', 'the database connection closed during a transaction');
+    for (const query of this.inFlight) query.reject(this.closedError);
+    this.inFlight.clear();
+    this.forget();
+  }
+
+  forget(): void {
+    if (this.connectionId !== undefined && this.byConnection.get(this.connectionId) === this) this.byConnection.delete(this.connectionId);
+  }
+}
+
+/**
+ * `client.reserve()` with a deadline: postgres.js waits for a free connection without one, and a
+ * queued reservation can even be stranded for good (upstream #1195). One that arrives after the
+ * deadline is handed straight back.
+ */
+async function reserveWithin(client: Client, ms: number): Promise<postgres.ReservedSql> {
+  const reservation = client.reserve();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reservation.then((late) => late.release(), () => {});
+      reject(connectionError('CONNECTION_ACQUIRE_TIMEOUT', `no database connection within ${ms} ms`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([reservation, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** What a drizzle database built by `drizzle()` holds, read back to build transactions of our own. */
 interface DrizzleInternals {
   dialect: ConstructorParameters<typeof PostgresJsSession>[1];
@@ -60,12 +162,18 @@ interface DrizzleInternals {
  * the settings fail, their error is the one thrown. drizzle's own transaction classes run `work`,
  * so repositories see no difference.
  */
-function pipelinedTransactions(client: Client, db: ReturnType<typeof drizzle<typeof schema>>): Database['inTransaction'] {
+function pipelinedTransactions(
+  client: Client,
+  db: ReturnType<typeof drizzle<typeof schema>>,
+  guards: Map<number, ReservationGuard>,
+  acquireTimeoutMs: number,
+): Database['inTransaction'] {
   const internals = db as unknown as DrizzleInternals;
   const relational = { schema: internals._.schema, fullSchema: internals._.fullSchema, tableNamesMap: internals._.tableNamesMap };
   return async <T>(settings: ReadonlyArray<readonly [string, string]>, work: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T> => {
-    const reserved = await client.reserve();
-    const connection = preparingParameterised(reserved);
+    const reserved = await reserveWithin(client, acquireTimeoutMs);
+    const guard = new ReservationGuard(guards);
+    const connection = preparingParameterised(guard.wrap(reserved));
     let finished = false;
     try {
       const begin = connection.unsafe(options?.readOnly ? 'begin read only' : 'begin').execute();
@@ -88,23 +196,33 @@ function pipelinedTransactions(client: Client, db: ReturnType<typeof drizzle<typ
       if (options?.readOnly) commit.catch(() => {});
       else await commit;
       return result;
+    } catch (error) {
+      // Whatever a statement made of the lost connection, the cause is the database going away.
+      if (guard.lost && !isDatabaseUnavailable(error)) throw Object.assign(connectionError('CONNECTION_CLOSED', guard.lost.message), { cause: error });
+      throw error;
     } finally {
       if (!finished) await connection.unsafe('rollback').catch(() => {});
-      reserved.release();
+      guard.forget();
+      if (!guard.lost) reserved.release();
     }
   };
 }
 
 export async function openPostgres(options: PostgresOptions): Promise<Database> {
+  const guards = new Map<number, ReservationGuard>();
   const client = postgres(options.url, {
     max: options.maxConnections ?? 10,
-    connect_timeout: 5,
+    connect_timeout: (options.connectTimeoutMs ?? 1000) / 1000,
+    // postgres.js waits up to 20 s between attempts after repeated failures by default, which
+    // keeps the service down long after the database is back; retry soon, at most every 0.5 s.
+    backoff: (attempt: number) => Math.min(0.5, 0.05 * 2 ** attempt) * (0.5 + Math.random() / 2),
     idle_timeout: 30,
     onnotice: () => {},
+    onclose: (connectionId: number) => guards.get(connectionId)?.connectionClosed(),
     connection: { application_name: 'engram' },
   });
   const db = drizzle(preparingParameterised(client), { schema });
-  const inTransaction = pipelinedTransactions(client, db);
+  const inTransaction = pipelinedTransactions(client, db, guards, options.acquireTimeoutMs ?? 1500);
   const [me] = await client<{ current_user: string }[]>`select current_user`;
   return {
     kind: 'postgres',

@@ -11,7 +11,7 @@ import type { AppEnv } from './env.js';
 import { SCOPES } from '../auth/principal.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { registerDocsRoutes } from './docs.js';
-import { authenticate, limitBody, observeRequests, rateLimitPerTenant, requestId, scope } from './middleware.js';
+import { authenticate, limitBody, observeRequests, rateLimitPerTenant, requestDeadline, requestId, scope } from './middleware.js';
 import { openApiDocument } from './openapi.js';
 import { problem } from './problem.js';
 import { withTimeout } from '../shared/timeout.js';
@@ -19,6 +19,11 @@ import { withTimeout } from '../shared/timeout.js';
 export interface ReadinessCheck {
   name: string;
   check: () => Promise<void>;
+  /**
+   * Whether the instance can serve without it. The database is critical (503 while it is down);
+   * Redis is not (the outbox keeps accepting jobs), so it is reported as `degraded` with a 200.
+   */
+  critical: boolean;
 }
 
 export interface AppDependencies {
@@ -42,23 +47,26 @@ export function buildApp(deps: AppDependencies): Hono<AppEnv> {
 
   app.use('*', requestId());
   app.use('*', observeRequests(services.logger, metrics));
+  app.use('*', requestDeadline(services.config.timeouts.requestMs));
   app.use('*', limitBody(services.config.http.maxBodyBytes));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    const checks: ReadinessCheck[] = [{ name: 'database', check: () => services.database.ping() }, ...(deps.readiness ?? [])];
+    const checks: ReadinessCheck[] = [{ name: 'database', critical: true, check: () => services.database.ping() }, ...(deps.readiness ?? [])];
     const results = await Promise.all(
-      checks.map(async ({ name, check }) => {
+      checks.map(async ({ name, check, critical }) => {
         try {
-          await withTimeout(check(), 2000);
-          return [name, 'ok'] as const;
+          await withTimeout(check(), services.config.timeouts.readinessMs);
+          return { name, critical, ok: true };
         } catch {
-          return [name, 'unavailable'] as const;
+          return { name, critical, ok: false };
         }
       }),
     );
-    const ready = results.every(([, state]) => state === 'ok');
-    return c.json({ status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results) }, ready ? 200 : 503);
+    const down = results.filter((r) => !r.ok);
+    const status = down.length === 0 ? 'ready' : down.some((r) => r.critical) ? 'unavailable' : 'degraded';
+    const states = Object.fromEntries(results.map((r) => [r.name, r.ok ? 'ok' : r.critical ? 'unavailable' : 'degraded']));
+    return c.json({ status, checks: states }, status === 'unavailable' ? 503 : 200);
   });
   app.get('/openapi.json', (c) => c.json(openApiDocument()));
   registerDocsRoutes(app);

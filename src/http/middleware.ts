@@ -23,11 +23,54 @@ export function requestId(): MiddlewareHandler {
   };
 }
 
+/**
+ * The body limit, and `Connection: close` on any answer given before the request's body was read
+ * to its end (a 413, or a 401/415/… decided from the headers): the unread rest of the body would
+ * otherwise sit in the kept-alive connection ahead of the client's next request, which is lost.
+ */
 export function limitBody(maxBytes: number): MiddlewareHandler {
-  return bodyLimit({
+  const limit = bodyLimit({
     maxSize: maxBytes,
     onError: (c) => problem(c, new DomainError('payload_too_large', `the body exceeds ${maxBytes} bytes`)),
   });
+  return async (c, next) => {
+    const sent = c.req.raw;
+    const refused = await limit(c, next);
+    if (refused instanceof Response) c.res = refused;
+    if (bodyLeftUnread(c, sent)) c.res.headers.set('connection', 'close');
+  };
+}
+
+function bodyLeftUnread(c: Context, sent: Request): boolean {
+  const length = c.req.header('content-length');
+  if (!c.req.header('transfer-encoding') && (length === undefined || Number(length) === 0)) return false;
+  // Behind @hono/node-server the socket's own stream says whether the body was read to its end.
+  const incoming = (c.env as { incoming?: { readableEnded?: unknown } } | undefined)?.incoming;
+  if (typeof incoming?.readableEnded === 'boolean') return !incoming.readableEnded;
+  return c.req.raw === sent && !sent.bodyUsed;
+}
+
+/**
+ * A bound on the whole request: when it runs past `ms` (a wait nothing else bounded) the caller gets
+ * 503 with Retry-After; the work left behind finishes or fails on its own, a transaction rolling
+ * back or committing as it would have.
+ */
+export function requestDeadline(ms: number): MiddlewareHandler {
+  return async (c, next) => {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'expired'>((resolve) => {
+      timer = setTimeout(() => resolve('expired'), ms);
+    });
+    const work = next().then(() => 'done' as const);
+    try {
+      if ((await Promise.race([work, expired])) === 'expired') {
+        work.catch(() => {});
+        c.res = problem(c, new DomainError('unavailable', `the request took longer than ${ms} ms; retry later`, { retryAfterSeconds: 5 }));
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 }
 
 export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
