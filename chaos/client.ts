@@ -27,6 +27,8 @@ export interface AttemptRecord {
   kind: 'accepted' | 'retry-after' | 'server-error' | 'client-error' | 'connection' | 'timeout';
   retryAfter?: number;
   latencyMs: number;
+  /** For no answer: what undici said (ECONNREFUSED, UND_ERR_SOCKET, …). */
+  error?: string;
 }
 
 export interface JobOutcome {
@@ -125,7 +127,14 @@ export class ExtractClient {
         }
       } catch (error) {
         const timedOut = (error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError';
-        record = { at: started, status: 0, kind: timedOut ? 'timeout' : 'connection', latencyMs: Date.now() - started };
+        const cause = (error as Error & { cause?: { code?: string; message?: string } }).cause;
+        record = {
+          at: started,
+          status: 0,
+          kind: timedOut ? 'timeout' : 'connection',
+          latencyMs: Date.now() - started,
+          error: cause?.code ?? cause?.message ?? (error as Error).message,
+        };
       }
       outcome.attempts.push(record);
       if (wait === 0) {

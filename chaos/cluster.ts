@@ -122,8 +122,11 @@ export class RedisServer {
     this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
       stdio: ['ignore', log, log],
     });
+    let spawnError: Error | undefined;
+    this.child.once('error', (error) => (spawnError = error));
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
+      if (spawnError) throw new Error(`cannot run redis-server (${spawnError.message}): install Redis ≥ 6`);
       const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       client.on('error', () => {});
       try {

@@ -22,7 +22,7 @@ export function renderTable(results: readonly ScenarioResult[], settings: RunSet
     'drain s',
     'verdict',
   ];
-  const rows = results.map((r) => [
+  const rows = results.map((r) => r.error !== undefined ? [r.name, ...header.slice(1, -1).map(() => '-'), 'NOT RUN'] : [
     r.name,
     `${r.accepted}/${r.planned}`,
     r.succeeded,

@@ -3,7 +3,7 @@
  * API (WORKER=off) and two real workers as separate processes against a PostgreSQL cluster and a
  * Redis of the suite's own (never the machine's), sends a few hundred extract jobs with unique
  * facts, injects its fault mid-stream, then counts what was lost, duplicated, stuck or answered
- * 5xx. Exits 1 when any scenario fails, 2 on a harness error. See the README's "Chaos suite".
+ * 5xx. Exits 1 when any scenario fails, 2 when the harness could not run one (and none failed). See the README's "Chaos suite".
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { PACKAGE_ROOT } from '../src/db/paths.js';
 import { findPgBin, makeWorkDir, PgCluster, removeWorkDir } from './cluster.js';
 import { renderTable } from './report.js';
-import { runScenario, type RunSettings, type ScenarioResult } from './runner.js';
+import { notRun, runScenario, type RunSettings, type ScenarioResult } from './runner.js';
 import { SCENARIOS, findScenario, type Scenario } from './scenarios.js';
 
 const HELP = `npm run chaos -- [options]
@@ -139,7 +139,7 @@ try {
   for (const scenario of scenarios) {
     const t0 = Date.now();
     process.stderr.write(`chaos: ${scenario.name}: ${scenario.summary}\n`);
-    const result = await runScenario(scenario, cluster, template, settings);
+    const result = await runScenario(scenario, cluster, template, settings).catch((error: unknown) => notRun(scenario.name, error as Error));
     results.push(result);
     process.stderr.write(
       `chaos: ${scenario.name}: ${result.failures.length === 0 ? 'PASS' : `FAIL (${result.failures.join('; ')})`} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`,
@@ -155,4 +155,6 @@ try {
   cleanUp(failed);
   if (values.keep || failed) process.stderr.write(`chaos: logs kept in ${workDir}\n`);
 }
-process.exit(harnessError ? 2 : results.some((r) => r.failures.length > 0) ? 1 : 0);
+// 1: the service failed a scenario; 2: the harness could not judge (and nothing failed).
+const serviceFailed = results.some((r) => r.error === undefined && r.failures.length > 0);
+process.exit(serviceFailed ? 1 : harnessError || results.some((r) => r.error !== undefined) ? 2 : 0);

@@ -50,6 +50,18 @@ export interface ScenarioResult {
   drainMs: number | undefined;
   notes: string[];
   failures: string[];
+  /** The harness could not run the scenario (set up, start-up): no verdict on the service. */
+  error?: string;
+}
+
+/** The row of a scenario the harness could not run to its end. */
+export function notRun(name: string, error: Error): ScenarioResult {
+  return {
+    name, planned: 0, accepted: 0, succeeded: 0, failed: 0, stuck: 0, missing: 0, duplicated: 0, serverErrors: 0,
+    retried503: 0, connectionErrors: 0, unexpectedConnectionErrors: 0, timeouts: 0, clientErrors: 0, crashes: 0,
+    idempotencyViolations: 0, unexpectedMemories: 0, slowestMs: 0, recoveryMs: 0, drainMs: 0, notes: [],
+    failures: [`did not run: ${error.message}`], error: error.message,
+  };
 }
 
 const PROBE_INTERVAL_MS = 250;
@@ -57,6 +69,8 @@ const PROBE_TIMEOUT_MS = 2000;
 /** A stuck bound is extended while jobs still finish (a slow machine draining its backlog), up to this. */
 const DRAIN_EXTENSION_MS = 120_000;
 const QUIET_MS = 10_000;
+/** Starting a tsx process takes seconds, and on a machine shared by many, over a minute. */
+const START_TIMEOUT_MS = 180_000;
 /** The client keeps sending a job this long after the plan's (or the fault's) end: a restart on a busy machine can take a minute. */
 const GIVE_UP_AFTER_MS = 120_000;
 
@@ -151,7 +165,7 @@ export async function runScenario(scenario: Scenario, pg: PgCluster, template: s
   const services = [api, ...workers];
   let probe: ReturnType<typeof startProbe> | undefined;
   try {
-    await Promise.all(services.map((s) => s.start()));
+    await Promise.all(services.map((s) => s.start(START_TIMEOUT_MS)));
     probe = startProbe(baseUrl, token);
     await warmUp(probe.probes);
 
@@ -306,11 +320,12 @@ async function tally(input: TallyInput): Promise<ScenarioResult> {
   let unexpectedMemories = 0;
   for (const [key, count] of current) if (!planned.has(key)) unexpectedMemories += count;
 
-  // The API's outage, as its probes saw it: from the fault's start to the first good probe after its end.
-  const failedProbeAfterStart = probes.some((p) => p.at >= window.start && !p.ok);
-  const firstGood = probes.find((p) => p.at >= window.end && p.ok);
-  const recoveryMs = !failedProbeAfterStart ? 0 : firstGood ? Math.max(0, firstGood.at - window.end) : undefined;
-  const outageEnd = (firstGood?.at ?? Number.POSITIVE_INFINITY) + 1000;
+  // The API's outage, as its probes saw it: up to the first good probe after the last failed one
+  // since the fault began (a process that dies a few seconds after the fault is part of it).
+  const lastFailed = probes.findLast((p) => p.at >= window.start && !p.ok);
+  const firstGood = lastFailed ? probes.find((p) => p.at > lastFailed.at && p.ok) : undefined;
+  const recoveryMs = !lastFailed ? 0 : firstGood ? Math.max(0, firstGood.at - window.end) : undefined;
+  const outageEnd = (lastFailed ? (firstGood?.at ?? Number.POSITIVE_INFINITY) : window.end) + 1000;
 
   let serverErrors = 0;
   let retried503 = 0;
@@ -319,6 +334,7 @@ async function tally(input: TallyInput): Promise<ScenarioResult> {
   let timeouts = 0;
   let clientErrors = 0;
   let slowestMs = 0;
+  const unexpectedCauses = new Map<string, number>();
   for (const o of outcomes) {
     for (const a of o.attempts) {
       slowestMs = Math.max(slowestMs, a.latencyMs);
@@ -334,10 +350,15 @@ async function tally(input: TallyInput): Promise<ScenarioResult> {
         // When the error happened, not when the attempt began: a request in flight at the kill fails then.
         const failedAt = a.at + a.latencyMs;
         const inOutage = scenario.apiOutage && failedAt >= window.start && a.at <= outageEnd;
-        if (!inOutage) unexpectedConnectionErrors += 1;
+        if (!inOutage) {
+          unexpectedConnectionErrors += 1;
+          const cause = a.error ?? 'unknown';
+          unexpectedCauses.set(cause, (unexpectedCauses.get(cause) ?? 0) + 1);
+        }
       }
     }
   }
+  if (unexpectedCauses.size > 0) notes.push(`connection errors: ${[...unexpectedCauses].map(([c, n]) => `${n}× ${c}`).join(', ')}`);
   const idempotencyViolations = outcomes.filter((o) => o.jobIds.size > 1).length;
   const crashes = services.reduce((n, s) => n + s.crashes.length, 0);
   for (const s of services) {

@@ -55,7 +55,7 @@ export class ServiceProcess {
   }
 
   /** Starts the process and waits until /healthz answers 200. */
-  async start(timeoutMs = 90_000): Promise<void> {
+  async start(timeoutMs = 180_000): Promise<void> {
     this.stopped = false;
     this.expectExit = false;
     const log = openSync(this.logFile, 'a');
@@ -80,7 +80,7 @@ export class ServiceProcess {
     await this.waitHealthy(timeoutMs);
   }
 
-  async waitHealthy(timeoutMs = 90_000): Promise<void> {
+  async waitHealthy(timeoutMs = 180_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (!this.running) throw new Error(`${this.name} exited while starting; see ${this.logFile}`);
