@@ -1,4 +1,5 @@
 import { sleep } from './cluster.js';
+import { httpRequest } from './http.js';
 import type { PlannedJob } from './facts.js';
 
 /**
@@ -96,7 +97,7 @@ export class ExtractClient {
       let record: AttemptRecord;
       let wait = 0;
       try {
-        const res = await fetch(`${this.options.baseUrl}/memories/extract`, {
+        const res = await httpRequest(`${this.options.baseUrl}/memories/extract`, {
           method: 'POST',
           headers: {
             authorization: `Bearer ${this.options.token}`,
@@ -104,11 +105,11 @@ export class ExtractClient {
             'idempotency-key': `chaos-${job.userId}-${job.index}`,
           },
           body,
-          signal: AbortSignal.timeout(this.options.timeoutMs),
+          timeoutMs: this.options.timeoutMs,
         });
-        const text = await res.text();
+        const text = res.body;
         const latencyMs = Date.now() - started;
-        const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
+        const retryAfter = parseRetryAfter(headerValue(res.headers['retry-after']));
         if (res.status === 202) {
           const jobId = (JSON.parse(text) as { job_id: string }).job_id;
           outcome.jobIds.add(jobId);
@@ -127,13 +128,12 @@ export class ExtractClient {
         }
       } catch (error) {
         const timedOut = (error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError';
-        const cause = (error as Error & { cause?: { code?: string; message?: string } }).cause;
         record = {
           at: started,
           status: 0,
           kind: timedOut ? 'timeout' : 'connection',
           latencyMs: Date.now() - started,
-          error: cause?.code ?? cause?.message ?? (error as Error).message,
+          error: (error as NodeJS.ErrnoException).code ?? (error as Error).message,
         };
       }
       outcome.attempts.push(record);
@@ -144,6 +144,10 @@ export class ExtractClient {
       await sleep(Math.min(wait, Math.max(0, this.options.giveUpAt() - Date.now())));
     }
   }
+}
+
+function headerValue(value: string | string[] | undefined): string | null {
+  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
 }
 
 /** Retry-After in seconds (delta-seconds or an HTTP date); undefined when absent or unreadable. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { signDevToken } from '../src/auth/sign.js';
 import { freePort, sleep, RedisServer, type PgCluster } from './cluster.js';
 import { ExtractClient, type JobOutcome } from './client.js';
+import { httpRequest } from './http.js';
 import { checkPlan, nearDuplicateJobs, normalise, seededRandom, uniqueFactJobs, type PlannedJob } from './facts.js';
 import type { FaultContext, FaultWindow, Scenario } from './scenarios.js';
 import { ServiceProcess } from './services.js';
@@ -88,11 +89,10 @@ function startProbe(baseUrl: string, token: string): { probes: Probe[]; stop: ()
       const at = Date.now();
       let ok = false;
       try {
-        const res = await fetch(`${baseUrl}/memories?user_id=chaos-probe&limit=1`, {
+        const res = await httpRequest(`${baseUrl}/memories?user_id=chaos-probe&limit=1`, {
           headers: { authorization: `Bearer ${token}` },
-          signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+          timeoutMs: PROBE_TIMEOUT_MS,
         });
-        await res.arrayBuffer();
         ok = res.status === 200;
       } catch {
         ok = false;
