@@ -39,7 +39,7 @@ a Redis started for the run (on free ports, in a temporary directory, removed af
 
 Service settings used unless --env overrides them: QUEUE_SWEEP_INTERVAL_MS=5000 and
 QUEUE_STALE_AFTER_MS=15000 (so a job Redis lost is swept up well inside the stuck bound), and
-the defaults for everything else, JOB_LEASE_MS (300000) and WORKER_CONCURRENCY (4) included.
+the defaults for everything else, JOB_LEASE_MS and WORKER_CONCURRENCY included.
 `;
 
 function fail(message: string): never {
