@@ -21,6 +21,10 @@ export interface Embedder {
   readonly dimensions: number;
   /** One vector per text, in order, each `dimensions` long and L2-normalised. */
   embed(texts: readonly string[], usage?: Usage): Promise<number[][]>;
+  /** Starts any slow loading now rather than on the first request (the local model's). */
+  warmUp?(): void;
+  /** Releases what the embedder holds (the local model's worker thread). */
+  close?(): Promise<void>;
 }
 
 /** A provider failure the caller may retry (timeout, 429, 5xx, unreachable). */
