@@ -46,8 +46,14 @@ export function settleEmbedder(config: Pick<Config, 'embeddings' | 'llm'>, store
       `a re-embed of this database to ${describeEmbedder(record.target)} is unfinished: run \`npm run db:reembed\` with the same settings to finish it`,
     );
   }
-  const configured = configuredEmbedder(config);
   if (storedDimensions === undefined) {
+    const configured = configuredEmbedder(config);
+    if (configured.kind === 'local' && config.embeddings.dimensionsExplicit && config.llm.embeddingDimensions !== configured.dimensions) {
+      // Only reachable with EMBEDDINGS unset (config refuses the explicit pair): the default is local.
+      throw new EmbedderMismatchError(
+        `EMBEDDING_DIMENSIONS=${config.llm.embeddingDimensions} does not fit the local embedder (512 dimensions): unset it, or set EMBEDDINGS=lexical`,
+      );
+    }
     const same = record && sameSpec(record, configured);
     return { spec: configured, record: !same };
   }

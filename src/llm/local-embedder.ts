@@ -63,6 +63,7 @@ type WorkerMessage =
 
 export class LocalEmbedder implements Embedder {
   readonly name = `local:${LOCAL_EMBEDDING_MODEL}`;
+  readonly kind = 'local';
   readonly dimensions = LOCAL_EMBEDDING_DIMENSIONS;
   private worker: Worker | undefined;
   private queue: Pending[] = [];

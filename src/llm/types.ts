@@ -1,3 +1,5 @@
+import type { EmbedderKind } from '../config.js';
+
 /**
  * Provider interfaces. The OpenAI-compatible implementations and the offline ones both satisfy
  * them, so the pipeline and recall never know which is running.
@@ -18,6 +20,8 @@ export function emptyUsage(): Usage {
 export interface Embedder {
   /** e.g. "openai:text-embedding-3-small" or "offline:lexical". */
   readonly name: string;
+  /** Which family: recall weighs its vectors against the text arm by it. */
+  readonly kind: EmbedderKind;
   readonly dimensions: number;
   /** One vector per text, in order, each `dimensions` long and L2-normalised. */
   embed(texts: readonly string[], usage?: Usage): Promise<number[][]>;

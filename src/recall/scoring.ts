@@ -1,3 +1,5 @@
+import type { EmbedderKind } from '../config.js';
+
 /**
  * Recall's scoring core: pure functions, no I/O. Every component is in [0, 1] before weighting, so
  * the final score is in [0, 1] too and `min_score` means the same thing for every request.
@@ -113,6 +115,17 @@ export function relevanceFromCosine(cosine: number): number {
 export const TEXT_RELEVANCE_WEIGHT = 0.8;
 export const VECTOR_RELEVANCE_WEIGHT = 1 - TEXT_RELEVANCE_WEIGHT;
 
+/**
+ * The text arm's share by embedder: the one place where the fusion depends on it. A semantic
+ * embedder's cosine says what BM25 cannot (other words, same meaning), so it earns a larger share.
+ * TUNING: measured on the LoCoMo dev split, see below.
+ */
+export const TEXT_RELEVANCE_WEIGHTS: Readonly<Record<EmbedderKind, number>> = {
+  lexical: TEXT_RELEVANCE_WEIGHT,
+  local: 0.5,
+  openai: 0.5,
+};
+
 export interface RelevanceSignals {
   /** The candidate's BM25 score (0 when it shares no term with the query). */
   textScore: number;
@@ -135,9 +148,9 @@ export interface RelevanceSignals {
  * same 0.634 with relevance alone). The cosine part stays absolute, so a request whose words match
  * nothing has relevance at most 0.2.
  */
-export function fuseRelevance(signals: RelevanceSignals): number {
+export function fuseRelevance(signals: RelevanceSignals, textWeight = TEXT_RELEVANCE_WEIGHT): number {
   const text = signals.bestTextScore > 0 ? clamp01(signals.textScore / signals.bestTextScore) : 0;
-  return clamp01(TEXT_RELEVANCE_WEIGHT * text + VECTOR_RELEVANCE_WEIGHT * relevanceFromCosine(signals.similarity));
+  return clamp01(textWeight * text + (1 - textWeight) * relevanceFromCosine(signals.similarity));
 }
 
 export interface ArmSignals {

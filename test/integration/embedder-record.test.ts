@@ -78,6 +78,7 @@ describe('npm run db:reembed', () => {
     let failOnCall = 3;
     const embedder: Embedder = {
       name: 'offline:lexical',
+      kind: 'lexical',
       dimensions: 32,
       async embed(texts) {
         calls++;

@@ -67,6 +67,14 @@ describe('settleEmbedder: a database keeps the embedder it was filled with', () 
     expect(refusal({}, openai)).toMatch(/set OPENAI_API_KEY or OPENAI_BASE_URL to go on with it/);
   });
 
+  it('a size the default local model does not have stops a start that would fill a database', () => {
+    expect(refusal({ EMBEDDING_DIMENSIONS: '256' }, { record: undefined, storedDimensions: undefined })).toMatch(
+      /^EMBEDDING_DIMENSIONS=256 does not fit the local embedder \(512 dimensions\): unset it, or set EMBEDDINGS=lexical$/,
+    );
+    // A database the lexical embedder filled at that size goes on with it.
+    expect(settleEmbedder(config({ EMBEDDING_DIMENSIONS: '64' }), LEXICAL_64).spec.kind).toBe('lexical');
+  });
+
   it('an unfinished re-embed stops start-up until it is finished', () => {
     const midway: StoredEmbedding = { record: record('lexical', 'hashed-word-features', 64, { kind: 'local', model: 'universal-sentence-encoder-lite', dimensions: 512 }), storedDimensions: 64 };
     expect(refusal({}, midway)).toMatch(/re-embed of this database to local:universal-sentence-encoder-lite \(512 dimensions\) is unfinished/);
