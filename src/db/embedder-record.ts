@@ -48,12 +48,6 @@ export function settleEmbedder(config: Pick<Config, 'embeddings' | 'llm'>, store
   }
   if (storedDimensions === undefined) {
     const configured = configuredEmbedder(config);
-    if (configured.kind === 'local' && config.embeddings.dimensionsExplicit && config.llm.embeddingDimensions !== configured.dimensions) {
-      // Only reachable with EMBEDDINGS unset (config refuses the explicit pair): the default is local.
-      throw new EmbedderMismatchError(
-        `EMBEDDING_DIMENSIONS=${config.llm.embeddingDimensions} does not fit the local embedder (512 dimensions): unset it, or set EMBEDDINGS=lexical`,
-      );
-    }
     const same = record && sameSpec(record, configured);
     return { spec: configured, record: !same };
   }

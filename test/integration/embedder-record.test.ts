@@ -50,7 +50,7 @@ afterAll(async () => {
 });
 
 describe('a database filled by one embedder', () => {
-  it('goes on with it when EMBEDDINGS is unset, though the default is another', async () => {
+  it('goes on with it and its size when EMBEDDINGS and EMBEDDING_DIMENSIONS are unset', async () => {
     const runtime = await startWith({});
     try {
       expect(runtime.services.embedder.name).toBe('offline:lexical');

@@ -25,10 +25,11 @@ function refusal(env: Record<string, string>, stored: StoredEmbedding): string {
 
 describe('settleEmbedder: a database keeps the embedder it was filled with', () => {
   it('an empty database takes the configured embedder and records it', () => {
-    expect(settleEmbedder(config(), { record: undefined, storedDimensions: undefined })).toEqual({
+    expect(settleEmbedder(config({ EMBEDDINGS: 'local' }), { record: undefined, storedDimensions: undefined })).toEqual({
       spec: { kind: 'local', model: 'universal-sentence-encoder-lite', dimensions: 512 },
       record: true,
     });
+    expect(settleEmbedder(config(), { record: undefined, storedDimensions: undefined }).spec.kind).toBe('lexical');
     // Nothing stored yet: a record of another embedder is simply replaced, nothing can mix.
     expect(settleEmbedder(config({ EMBEDDINGS: 'lexical', EMBEDDING_DIMENSIONS: '32' }), { record: record('local', 'x', 512), storedDimensions: undefined })).toEqual({
       spec: { kind: 'lexical', model: 'hashed-word-features', dimensions: 32 },
@@ -37,6 +38,7 @@ describe('settleEmbedder: a database keeps the embedder it was filled with', () 
   });
 
   it('with EMBEDDINGS unset, a filled database goes on with its own embedder and size, whatever the default', () => {
+    expect(settleEmbedder(config(), LOCAL).spec).toEqual({ kind: 'local', model: 'universal-sentence-encoder-lite', dimensions: 512 });
     expect(settleEmbedder(config(), LEXICAL_64)).toEqual({ spec: { kind: 'lexical', model: 'hashed-word-features', dimensions: 64 }, record: false });
     expect(settleEmbedder(config({ OPENAI_API_KEY: 'k' }), LEXICAL_64).spec.kind).toBe('lexical');
     expect(settleEmbedder(config({ EMBEDDINGS: 'lexical' }), LEXICAL_64).spec.dimensions).toBe(64);
@@ -65,14 +67,6 @@ describe('settleEmbedder: a database keeps the embedder it was filled with', () 
     expect(refusal({ OPENAI_API_KEY: 'k', EMBEDDING_MODEL: 'text-embedding-3-large' }, openai)).toMatch(/^EMBEDDING_MODEL=text-embedding-3-large does not match/);
     // Filled through an endpoint that is no longer configured: nothing could embed a query alike.
     expect(refusal({}, openai)).toMatch(/set OPENAI_API_KEY or OPENAI_BASE_URL to go on with it/);
-  });
-
-  it('a size the default local model does not have stops a start that would fill a database', () => {
-    expect(refusal({ EMBEDDING_DIMENSIONS: '256' }, { record: undefined, storedDimensions: undefined })).toMatch(
-      /^EMBEDDING_DIMENSIONS=256 does not fit the local embedder \(512 dimensions\): unset it, or set EMBEDDINGS=lexical$/,
-    );
-    // A database the lexical embedder filled at that size goes on with it.
-    expect(settleEmbedder(config({ EMBEDDING_DIMENSIONS: '64' }), LEXICAL_64).spec.kind).toBe('lexical');
   });
 
   it('an unfinished re-embed stops start-up until it is finished', () => {
