@@ -4,7 +4,7 @@ import { LEXICAL_EMBEDDING_MODEL, configuredEmbedder, describeEmbedder, type Emb
 import { query, type Database, type Db } from './client.js';
 
 /**
- * A database keeps the embedder it was filled with (migration 0004 keeps the record): vectors of
+ * A database keeps the embedder it was filled with (migration 0005 keeps the record): vectors of
  * two embedders are not comparable, so start-up never mixes them and never re-embeds on its own.
  */
 
