@@ -12,9 +12,10 @@
  *
  * `--weights relevance` sends {recency: 0, importance: 0, relevance: 1}; `default` sends no
  * weights (the service's defaults). `--half-life` sends `recency_half_life_hours` (else the
- * service's default). EMBEDDING_DIMENSIONS, EMBEDDING_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL and
- * RECALL_HALF_LIFE_HOURS pass through from the environment (so a semantic embedder can be
- * measured too); nothing else does. The data is CC BY-NC 4.0: it is read from its folder and never
+ * service's default). EMBEDDINGS (`EMBEDDINGS=lexical` or `local`; unset: the service's default),
+ * EMBEDDING_DIMENSIONS, EMBEDDING_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL and
+ * RECALL_HALF_LIFE_HOURS pass through from the environment (so each embedder can be measured);
+ * nothing else does. The data is CC BY-NC 4.0: it is read from its folder and never
  * copied here.
  *
  * Backends: `postgres` (default) needs the test services (`bash scripts/test-services.sh`) and
@@ -153,7 +154,7 @@ interface Backend {
 }
 
 /** The service's settings that change what is measured pass through from the environment. */
-const PASSED_THROUGH = ['EMBEDDING_DIMENSIONS', 'EMBEDDING_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'RECALL_HALF_LIFE_HOURS'];
+const PASSED_THROUGH = ['EMBEDDINGS', 'EMBEDDING_DIMENSIONS', 'EMBEDDING_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'RECALL_HALF_LIFE_HOURS'];
 const baseEnv: Record<string, string | undefined> = {
   ...Object.fromEntries(PASSED_THROUGH.map((key) => [key, process.env[key]])),
   AUTH_JWT_SECRET: JWT_SECRET,
@@ -427,6 +428,7 @@ async function main(): Promise<void> {
       bench: 'locomo',
       data: dataDir,
       backend,
+      embedder: server.runtime.services.embedder.name,
       weights: weights ?? 'default',
       half_life_hours: halfLifeHours ?? config.recall.halfLifeHours,
       users: users.length,
@@ -458,7 +460,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       [
         `LoCoMo recall (${dataDir}): ${users.length} users, ${turns.length} turns -> ${memoryIds.size} memories (${repeated} turns repeat another's text; ${figures.memories_per_user.mean} per user on average, ${figures.memories_per_user.max} at most), ${questions.length} questions`,
-        `backend ${backend}, weights ${weights ? JSON.stringify(weights) : 'default (none sent)'}, half-life ${figures.half_life_hours} h, limit ${maxK}`,
+        `backend ${backend}, embedder ${figures.embedder}, weights ${weights ? JSON.stringify(weights) : 'default (none sent)'}, half-life ${figures.half_life_hours} h, limit ${maxK}`,
         header,
         ...categories.map((c) => line(c, byCategory[c]!)),
         line('overall', overall),

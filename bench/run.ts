@@ -4,13 +4,14 @@
  *   npm run bench -- locomo --weights relevance     recall quality and latency on LoCoMo
  *   npm run bench -- extract --jobs 500             extraction throughput through the queue
  *   npm run bench -- startup                        `npm start` to a ready API, embedded mode
+ *   npm run bench -- fusion                         recall's text/vector split per embedder (EMBEDDINGS)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const BENCHMARKS = ['locomo', 'extract', 'startup'];
+const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion'];
 const [name, ...args] = process.argv.slice(2);
 if (!name || !BENCHMARKS.includes(name)) {
   process.stderr.write(`usage: npm run bench -- <${BENCHMARKS.join('|')}> [options]\n`);

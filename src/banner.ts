@@ -15,7 +15,7 @@ export function startupBanner(runtime: Runtime, port: number): string {
       : 'in-process, durable in the database';
   const llm = config.llm.remote
     ? `${providers.extractor.name}, embeddings ${providers.embedder.name}`
-    : 'offline (no OPENAI_API_KEY / OPENAI_BASE_URL): heuristic extraction and lexical embeddings, no LLM';
+    : `offline (no OPENAI_API_KEY / OPENAI_BASE_URL): heuristic extraction, embeddings ${providers.embedder.name}, no LLM`;
   // The token command must see the same DATA_DIR as this process to sign with the same secret.
   const dataDirPrefix = path.resolve(config.dataDir) === path.resolve('./.data') ? '' : `DATA_DIR=${config.dataDir} `;
   const token = runtime.devSecretFile

@@ -3,9 +3,11 @@ import type { Config } from './config.js';
 import { resolveJwtSecret } from './auth/dev-secret.js';
 import { createTokenVerifier } from './auth/verifier.js';
 import type { Database } from './db/client.js';
+import { settleDatabaseEmbedder } from './db/embedder-record.js';
 import { openDatabase, prepareDatabase } from './db/open.js';
 import { EXTRACTION_KIND, registerExtractionJobs } from './extraction/job-kind.js';
 import type { PipelineDeps } from './extraction/pipeline.js';
+import type { EmbedderSpec } from './llm/embedders.js';
 import { createProviders, type Providers } from './extraction/providers.js';
 import { registerExtractionRoutes } from './extraction/routes.js';
 import { buildApp, type ReadinessCheck } from './http/app.js';
@@ -50,8 +52,11 @@ export function createQueue(config: Config, logger: Logger, metrics?: Metrics): 
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const database = options.database ?? (await openDatabase(config));
+  let embedder: EmbedderSpec;
   try {
     await prepareDatabase(database, config.migrateOnStart);
+    // The database keeps the embedder it was filled with; a conflicting setting stops start-up here.
+    embedder = await settleDatabaseEmbedder(database, config);
   } catch (error) {
     if (!options.database) await database.close();
     throw error;
@@ -59,7 +64,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const { secret, generatedAt } = resolveJwtSecret(config);
   const verifier = createTokenVerifier({ ...config.auth, jwtSecret: secret });
   const metrics = createMetrics();
-  const providers: Providers = { ...createProviders(config.llm, (call) => metrics.observeModelCall(call)), ...options.providers };
+  const providers: Providers = { ...createProviders(config.llm, (call) => metrics.observeModelCall(call), embedder), ...options.providers };
+  // The local model takes about a second to load: in the background now, not in the first request.
+  providers.embedder.warmUp?.();
   const queue = createQueue(config, logger, metrics);
   metrics.setQueueDepth(() => queue.depth());
   metrics.setQueueStates(() => queue.stateCounts());
@@ -110,6 +117,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     stopWorker: () => queue.stopWorker(),
     async close() {
       await queue.close();
+      await providers.embedder.close?.();
       if (!options.database) await database.close();
     },
   };

@@ -154,6 +154,7 @@ export function tokenize(text: string): string[] {
 
 export class LexicalEmbedder implements Embedder {
   readonly name = 'offline:lexical';
+  readonly kind = 'lexical';
   readonly dimensions: number;
 
   // Scratch space reused across calls: an open-addressing table from feature hash to slot, and

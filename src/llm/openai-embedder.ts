@@ -23,6 +23,7 @@ const DEFAULT_BATCH_SIZE = 256;
 /** Embeddings from any OpenAI-compatible `/embeddings` endpoint (OpenAI, vLLM, Ollama, TEI, ...). */
 export class OpenAIEmbedder implements Embedder {
   readonly name: string;
+  readonly kind = 'openai';
   readonly dimensions: number;
   private readonly client: OpenAI;
   private readonly model: string;

@@ -1,3 +1,5 @@
+import type { EmbedderKind } from '../config.js';
+
 /**
  * Provider interfaces. The OpenAI-compatible implementations and the offline ones both satisfy
  * them, so the pipeline and recall never know which is running.
@@ -18,9 +20,15 @@ export function emptyUsage(): Usage {
 export interface Embedder {
   /** e.g. "openai:text-embedding-3-small" or "offline:lexical". */
   readonly name: string;
+  /** Which family: recall weighs its vectors against the text arm by it. */
+  readonly kind: EmbedderKind;
   readonly dimensions: number;
   /** One vector per text, in order, each `dimensions` long and L2-normalised. */
   embed(texts: readonly string[], usage?: Usage): Promise<number[][]>;
+  /** Starts any slow loading now rather than on the first request (the local model's). */
+  warmUp?(): void;
+  /** Releases what the embedder holds (the local model's worker thread). */
+  close?(): Promise<void>;
 }
 
 /** A provider failure the caller may retry (timeout, 429, 5xx, unreachable). */

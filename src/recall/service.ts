@@ -8,6 +8,8 @@ import { findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQ
 import { MAX_RECALL_LIMIT, type RecallBody } from './schemas.js';
 import {
   DEFAULT_WEIGHTS,
+  TEXT_RELEVANCE_WEIGHT,
+  TEXT_RELEVANCE_WEIGHTS,
   fuseRelevance,
   mergeArms,
   rankCandidates,
@@ -60,7 +62,7 @@ export function candidatesFromSignals(signals: RecallSignals, poolSize: number):
 }
 
 /** Each candidate's relevance from both arms, then the contract's weighted score: the best first. */
-export function rankRecallCandidates(candidates: readonly Candidate[], options: RankOptions): Array<Ranked<RankableCandidate>> {
+export function rankRecallCandidates(candidates: readonly Candidate[], options: RankOptions, textWeight = TEXT_RELEVANCE_WEIGHT): Array<Ranked<RankableCandidate>> {
   // The text arm's best is among the candidates, so this is the best BM25 over the whole scope.
   let bestTextScore = 0;
   for (const c of candidates) if (c.textScore > bestTextScore) bestTextScore = c.textScore;
@@ -69,7 +71,7 @@ export function rankRecallCandidates(candidates: readonly Candidate[], options: 
       id: c.id,
       importance: c.importance,
       occurredAt: c.occurredAt,
-      relevance: fuseRelevance({ textScore: c.textScore, bestTextScore, similarity: c.similarity }),
+      relevance: fuseRelevance({ textScore: c.textScore, bestTextScore, similarity: c.similarity }, textWeight),
     })),
     options,
   );
@@ -100,7 +102,8 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       categories: body.filters?.categories,
       metadata: body.filters?.metadata,
     });
-    const scored = rankRecallCandidates(candidates, { weights, halfLifeHours, now, minScore: body.min_score, limit: body.limit });
+    const textWeight = TEXT_RELEVANCE_WEIGHTS[ctx.services.embedder.kind];
+    const scored = rankRecallCandidates(candidates, { weights, halfLifeHours, now, minScore: body.min_score, limit: body.limit }, textWeight);
     // Only the memories that made the cut are read in full.
     const rows = new Map((await findMemoriesByIds(tx, ctx.principal.tenantId, userId, scored.map((c) => c.id))).map((m) => [m.id, m]));
     const ranked = scored.flatMap((c) => {

@@ -20,8 +20,17 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     AUTH_JWT_SECRET: TEST_JWT_SECRET,
     MIGRATE_ON_START: 'false',
     LOG_LEVEL: 'silent',
+    ...offlineEmbeddings(overrides),
     ...overrides,
   });
+}
+
+/**
+ * Tests embed with the lexical embedder unless they ask for another (or point at an endpoint):
+ * the local model costs a second and ~150 MB per load, and the few tests of it share one.
+ */
+export function offlineEmbeddings(overrides: Record<string, string>): Record<string, string> {
+  return overrides.OPENAI_BASE_URL || overrides.OPENAI_API_KEY ? {} : { EMBEDDINGS: 'lexical' };
 }
 
 /** A tenant id no other test uses, so files can share one database and run in parallel. */
@@ -153,7 +162,7 @@ async function startPgliteApp(overrides: Record<string, string>, options: StartO
   const { isolated: _isolated, ...runtimeOptions } = options;
   const database = await openPglite({ dataDir: undefined, loadDataDir: await migratedPgliteSnapshot() });
   const { DATABASE_URL: _db, REDIS_URL: _redis, ...rest } = overrides;
-  const config = loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'silent', ...rest });
+  const config = loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'silent', ...offlineEmbeddings(rest), ...rest });
   let runtime: Runtime;
   try {
     runtime = await createRuntime({ ...config, migrateOnStart: true }, { logger: pino({ level: 'silent' }), database, ...runtimeOptions });
