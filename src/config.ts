@@ -44,6 +44,9 @@ const envSchema = z.object({
   AUTH_TENANT_CLAIM: z.string().min(1).default('tenant_id'),
   AUTH_CLOCK_TOLERANCE_S: int(0, 60).default(30),
   RECALL_HALF_LIFE_HOURS: z.coerce.number().positive().max(1_000_000).default(720),
+  // Measured on LoCoMo with the offline embedder (README, "Recall"): the floor that leaves another
+  // user's questions about 3 memories at limit 10 while costing recall@10 at most 0.01.
+  RECALL_MIN_RELEVANCE: z.coerce.number().min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').default(0.17),
   MAX_BODY_BYTES: int(1024, 100 * 1024 * 1024).default(1_048_576),
   RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(0),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -87,7 +90,7 @@ export interface Config {
     tenantClaim: string;
     clockToleranceSeconds: number;
   };
-  recall: { halfLifeHours: number };
+  recall: { halfLifeHours: number; minRelevance: number };
   http: { maxBodyBytes: number; rateLimitPerMinute: number };
   llm: {
     apiKey: string | undefined;
@@ -168,7 +171,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       tenantClaim: e.AUTH_TENANT_CLAIM,
       clockToleranceSeconds: e.AUTH_CLOCK_TOLERANCE_S,
     },
-    recall: { halfLifeHours: e.RECALL_HALF_LIFE_HOURS },
+    recall: { halfLifeHours: e.RECALL_HALF_LIFE_HOURS, minRelevance: e.RECALL_MIN_RELEVANCE },
     http: { maxBodyBytes: e.MAX_BODY_BYTES, rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE },
     llm: {
       apiKey: e.OPENAI_API_KEY,
