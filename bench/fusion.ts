@@ -17,7 +17,7 @@ import { loadConfig } from '../src/config.js';
 import { openPglite } from '../src/db/pglite.js';
 import { createRuntime } from '../src/runtime.js';
 import { withTenant } from '../src/db/tenant.js';
-import { CANDIDATES_PER_ARM, collectCandidates, rankRecallCandidates, type Candidate } from '../src/recall/service.js';
+import { CANDIDATES_PER_ARM, collectCandidates, rankRecallCandidates, type CandidatePool } from '../src/recall/service.js';
 import { queryWordForms } from '../src/recall/word-forms.js';
 
 const { values } = parseArgs({
@@ -47,22 +47,22 @@ for (const user of new Set(turns.map((t) => t.userId))) {
 }
 console.log(`ingest ${kind}: ${Math.round(turns.length / ((performance.now() - t0) / 1000))}/s`);
 const grids = values['text-weights']!.split(',').map(Number);
-const prepared: Array<{ q: (typeof questions)[number]; candidates: Candidate[]; now: Date }> = [];
+const prepared: Array<{ q: (typeof questions)[number]; pool: CandidatePool; now: Date }> = [];
 const t1 = performance.now();
 const qEmb = await runtime.services.embedder.embed(questions.map((q) => q.question));
 console.log(`query embeddings: ${((performance.now() - t1) / questions.length).toFixed(1)} ms each in batches`);
 for (const [i, q] of questions.entries()) {
   const now = new Date(q.asOf);
-  const candidates = await withTenant(database, 't', (tx) =>
+  const pool = await withTenant(database, 't', (tx) =>
     collectCandidates(tx, { tenantId: 't', userId: q.userId, embedding: qEmb[i]!, text: q.question, wordForms: queryWordForms(q.question), asOf: now, now, poolSize: CANDIDATES_PER_ARM, agentId: undefined, runId: undefined, categories: undefined, metadata: undefined } as never),
   );
-  prepared.push({ q, candidates, now });
+  prepared.push({ q, pool, now });
 }
 for (const [label, weights] of [['relevance', { recency: 0, importance: 0, relevance: 1 }], ['0.1/0.1/0.8', { recency: 0.1, importance: 0.1, relevance: 0.8 }]] as const) {
   for (const w of grids) {
     const byCat = new Map<string, number[]>();
-    for (const { q, candidates, now } of prepared) {
-      const ranked = rankRecallCandidates(candidates, { weights, halfLifeHours: 720, now, minScore: undefined, limit: 10 } as never, w);
+    for (const { q, pool, now } of prepared) {
+      const ranked = rankRecallCandidates(pool, { weights, halfLifeHours: 720, now, minScore: undefined, minRelevance: 0, limit: 10 }, w);
       const rank = new Set(ranked.map((c) => c.id));
       const found = q.evidence.filter((e) => [...(idsOf.get(`${q.userId}\u0000${e}`) ?? [])].some((id) => rank.has(id))).length;
       byCat.set(q.categoryName, [...(byCat.get(q.categoryName) ?? []), q.evidence.length ? found / q.evidence.length : 0]);

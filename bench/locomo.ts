@@ -6,16 +6,22 @@
  * Prints recall@k, hit@k and MRR@10 per category and overall, ingest throughput and the
  * server-side recall latency, then writes the figures as JSON.
  *
+ * "Unrelated questions": every question asked again at limit 10 against another conversation's
+ * user (the next one in the data's order, `as_of` that user's own questions' time), where no
+ * memory is the answer: the mean number of memories that come back, and how often none does.
+ * That is what the relevance floor (`min_relevance`) is for; without one it is always 10.
+ *
  *   npm run bench:locomo -- [--data ../shared/data/locomo-dev] [--k 5,10,20,50]
  *     [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
- *     [--backend postgres|pglite] [--out figures.json]
+ *     [--min-relevance <0-1>] [--backend postgres|pglite] [--out figures.json]
  *
  * `--weights relevance` sends {recency: 0, importance: 0, relevance: 1}; `default` sends no
  * weights (the service's defaults). `--half-life` sends `recency_half_life_hours` (else the
- * service's default). EMBEDDINGS (`EMBEDDINGS=lexical` or `local`; unset: the service's default),
- * EMBEDDING_DIMENSIONS, EMBEDDING_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL and
- * RECALL_HALF_LIFE_HOURS pass through from the environment (so each embedder can be measured);
- * nothing else does. The data is CC BY-NC 4.0: it is read from its folder and never
+ * service's default), `--min-relevance` sends `min_relevance` (else the service's default).
+ * EMBEDDINGS (`EMBEDDINGS=lexical` or `local`; unset: the service's default), EMBEDDING_DIMENSIONS,
+ * EMBEDDING_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, RECALL_HALF_LIFE_HOURS and RECALL_MIN_RELEVANCE
+ * pass through from the environment (so each embedder can be measured); nothing else does. The
+ * data is CC BY-NC 4.0: it is read from its folder and never
  * copied here.
  *
  * Backends: `postgres` (default) needs the test services (`bash scripts/test-services.sh`) and
@@ -53,7 +59,7 @@ const CATEGORY_ORDER = ['single-hop', 'multi-hop', 'temporal', 'open-domain'];
 
 const USAGE = `usage: npm run bench:locomo -- [--data <dir>] [--k 5,10,20,50]
   [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
-  [--backend postgres|pglite] [--out figures.json]`;
+  [--min-relevance <0-1>] [--backend postgres|pglite] [--out figures.json]`;
 
 function fail(message: string): never {
   process.stderr.write(`bench:locomo: ${message}\n${USAGE}\n`);
@@ -68,6 +74,7 @@ function readOptions() {
         k: { type: 'string', default: '5,10,20,50' },
         weights: { type: 'string', default: 'relevance' },
         'half-life': { type: 'string' },
+        'min-relevance': { type: 'string' },
         backend: { type: 'string', default: 'postgres' },
         out: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -106,6 +113,11 @@ let halfLifeHours: number | undefined;
 if (values['half-life'] !== undefined) {
   halfLifeHours = Number(values['half-life']);
   if (!(halfLifeHours > 0)) fail('--half-life must be a positive number of hours');
+}
+let minRelevance: number | undefined;
+if (values['min-relevance'] !== undefined) {
+  minRelevance = Number(values['min-relevance']);
+  if (!(minRelevance >= 0 && minRelevance <= 1)) fail('--min-relevance must be a number from 0 to 1');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,7 +166,7 @@ interface Backend {
 }
 
 /** The service's settings that change what is measured pass through from the environment. */
-const PASSED_THROUGH = ['EMBEDDINGS', 'EMBEDDING_DIMENSIONS', 'EMBEDDING_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'RECALL_HALF_LIFE_HOURS'];
+const PASSED_THROUGH = ['EMBEDDINGS', 'EMBEDDING_DIMENSIONS', 'EMBEDDING_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'RECALL_HALF_LIFE_HOURS', 'RECALL_MIN_RELEVANCE'];
 const baseEnv: Record<string, string | undefined> = {
   ...Object.fromEntries(PASSED_THROUGH.map((key) => [key, process.env[key]])),
   AUTH_JWT_SECRET: JWT_SECRET,
@@ -362,6 +374,7 @@ async function main(): Promise<void> {
       as_of: q.asOf,
       ...(weights ? { weights } : {}),
       ...(halfLifeHours !== undefined ? { recency_half_life_hours: halfLifeHours } : {}),
+      ...(minRelevance !== undefined ? { min_relevance: minRelevance } : {}),
     });
 
     // Warm-up (connections, JIT, plan caches): not measured.
@@ -418,6 +431,24 @@ async function main(): Promise<void> {
         }
       }
     }
+    // Unrelated questions: each asked of the next conversation's user, as of that user's questions.
+    const asOfOf = new Map(questions.map((q) => [q.userId, q.asOf]));
+    const unrelatedCounts: number[] = [];
+    for (const q of questions) {
+      const other = users[(users.indexOf(q.userId) + 1) % users.length]!;
+      if (other === q.userId) break; // one conversation only: no other user to ask
+      const res = await request('/memories/recall', { ...recallBody(q, 10), user_id: other, as_of: asOfOf.get(other) ?? q.asOf });
+      const body = (await res.json()) as { memories?: Array<{ user_id: string }> };
+      if (res.status !== 200 || !body.memories || body.memories.some((m) => m.user_id !== other)) {
+        throw new Error(`unrelated recall for ${q.qid} answered ${res.status} or another user's memory`);
+      }
+      unrelatedCounts.push(body.memories.length);
+    }
+    const unrelated = {
+      questions: unrelatedCounts.length,
+      mean_returned_at_limit_10: round(unrelatedCounts.reduce((a, b) => a + b, 0) / Math.max(1, unrelatedCounts.length), 2),
+      share_empty: round(unrelatedCounts.filter((n) => n === 0).length / Math.max(1, unrelatedCounts.length)),
+    };
     load.end = loadavg().map((n) => round(n, 2));
 
     const categories = [...CATEGORY_ORDER.filter((c) => results.some((r) => r.category === c)), ...new Set(results.map((r) => r.category).filter((c) => !CATEGORY_ORDER.includes(c)))];
@@ -431,6 +462,7 @@ async function main(): Promise<void> {
       embedder: server.runtime.services.embedder.name,
       weights: weights ?? 'default',
       half_life_hours: halfLifeHours ?? config.recall.halfLifeHours,
+      min_relevance: minRelevance ?? config.recall.minRelevance,
       users: users.length,
       turns: turns.length,
       memories: memoryIds.size,
@@ -441,6 +473,7 @@ async function main(): Promise<void> {
       cutoffs,
       categories: byCategory,
       overall,
+      unrelated,
       ingest: { seconds: round(ingestMs / 1000, 2), memories_per_s: Math.round(turns.length / (ingestMs / 1000)) },
       recall_latency_ms: {
         measured: 'server side: in-process around app.request(), auth + validation + embedding + SQL + scoring + JSON',
@@ -460,10 +493,11 @@ async function main(): Promise<void> {
     process.stdout.write(
       [
         `LoCoMo recall (${dataDir}): ${users.length} users, ${turns.length} turns -> ${memoryIds.size} memories (${repeated} turns repeat another's text; ${figures.memories_per_user.mean} per user on average, ${figures.memories_per_user.max} at most), ${questions.length} questions`,
-        `backend ${backend}, embedder ${figures.embedder}, weights ${weights ? JSON.stringify(weights) : 'default (none sent)'}, half-life ${figures.half_life_hours} h, limit ${maxK}`,
+        `backend ${backend}, embedder ${figures.embedder}, weights ${weights ? JSON.stringify(weights) : 'default (none sent)'}, half-life ${figures.half_life_hours} h, min_relevance ${figures.min_relevance}${minRelevance === undefined ? ' (default)' : ''}, limit ${maxK}`,
         header,
         ...categories.map((c) => line(c, byCategory[c]!)),
         line('overall', overall),
+        `unrelated questions (another user's, limit 10): ${unrelated.mean_returned_at_limit_10} memories returned on average, none for ${round(unrelated.share_empty * 100, 1)}% of ${unrelated.questions}`,
         `ingest: ${turns.length} memories in ${figures.ingest.seconds} s = ${figures.ingest.memories_per_s} memories/s`,
         ...[[maxK, latencies] as const, [10, latencies10] as const]
           .filter(([, l]) => l.length > 0)

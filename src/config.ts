@@ -44,6 +44,9 @@ const envSchema = z.object({
   AUTH_TENANT_CLAIM: z.string().min(1).default('tenant_id'),
   AUTH_CLOCK_TOLERANCE_S: int(0, 60).default(30),
   RECALL_HALF_LIFE_HOURS: z.coerce.number().positive().max(1_000_000).default(720),
+  // Measured on LoCoMo with the offline embedder (README, "Recall"): the floor that leaves another
+  // user's questions about 3 memories at limit 10 while costing recall@10 at most 0.01.
+  RECALL_MIN_RELEVANCE: z.coerce.number().min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').default(0.17),
   MAX_BODY_BYTES: int(1024, 100 * 1024 * 1024).default(1_048_576),
   RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(0),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -95,7 +98,7 @@ export interface Config {
     tenantClaim: string;
     clockToleranceSeconds: number;
   };
-  recall: { halfLifeHours: number };
+  recall: { halfLifeHours: number; minRelevance: number };
   /**
    * Which embedder fills the database. `kind` is what was asked for (EMBEDDINGS, else the default);
    * the `explicit` flags say what was given, since a database keeps the embedder it was filled with
@@ -219,7 +222,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       tenantClaim: e.AUTH_TENANT_CLAIM,
       clockToleranceSeconds: e.AUTH_CLOCK_TOLERANCE_S,
     },
-    recall: { halfLifeHours: e.RECALL_HALF_LIFE_HOURS },
+    recall: { halfLifeHours: e.RECALL_HALF_LIFE_HOURS, minRelevance: e.RECALL_MIN_RELEVANCE },
     embeddings: {
       kind: e.EMBEDDINGS ?? (remote ? 'openai' : OFFLINE_DEFAULT_EMBEDDER),
       explicit: e.EMBEDDINGS !== undefined,

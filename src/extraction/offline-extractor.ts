@@ -1,13 +1,14 @@
 import type { Usage } from '../llm/types.js';
 import { normaliseFactText } from './normalise.js';
+import { aboutTheUser } from './third-person.js';
 import { FACT_MAX_CHARS, type ExtractInput, type ExtractedFact, type Extractor } from './types.js';
 
 /**
  * The offline extractor (no model, no network): every declarative first-person sentence the user
- * wrote becomes a candidate fact, kept as the user wrote it ("I live in Paris."): rewriting it
- * into "User lives in Paris" without a language model would get grammar wrong too often to be
- * worth it. Only whitespace, leading interjections ("Yes, …", "Hi! …") and the final punctuation
- * (always one period) are touched.
+ * wrote becomes a candidate fact, in the user's words but about the user, as the LLM extractor
+ * writes them: "I live in Paris." becomes "User lives in Paris." (third-person.ts says what is
+ * rewritten and what is left). Otherwise only whitespace, leading interjections ("Yes, …", "Hi!
+ * …") and the final punctuation (always one period) are touched.
  *
  * Dropped: questions, greetings and fillers, requests to the assistant ("can you…", "please…",
  * "tell me…"), fragments under three words, and sentences with no first-person word (I, me, my,
@@ -32,7 +33,8 @@ export function extractHeuristicFacts(input: ExtractInput): ExtractedFact[] {
   input.messages.forEach((message, index) => {
     if (message.role !== 'user') return;
     const occurredAt = toIso(message.created_at);
-    for (const sentence of factSentences(message.content)) {
+    for (const said of factSentences(message.content)) {
+      const sentence = capped(aboutTheUser(said));
       const key = normaliseFactText(sentence);
       const earlier = seen.get(key);
       if (earlier) {
@@ -41,7 +43,8 @@ export function extractHeuristicFacts(input: ExtractInput): ExtractedFact[] {
         earlier.source_message_indexes = sources;
         continue;
       }
-      const { importance, category } = scoreSentence(sentence);
+      // The cues read the first person, so they score what the user said.
+      const { importance, category } = scoreSentence(said);
       const fact: ExtractedFact = {
         content: sentence,
         importance,
@@ -118,6 +121,12 @@ function cleanSentence(raw: string): string | null {
   sentence = sentence.replace(/[\s.!\u2026;:,]+$/u, '');
   if (sentence.length >= FACT_MAX_CHARS) sentence = sentence.slice(0, FACT_MAX_CHARS - 1).trimEnd();
   return `${sentence}.`;
+}
+
+/** Rewriting lengthens a sentence ("my" → "User's"): cut again to a fact's length, keeping the period. */
+function capped(sentence: string): string {
+  if (sentence.length <= FACT_MAX_CHARS) return sentence;
+  return `${sentence.slice(0, FACT_MAX_CHARS - 1).trimEnd()}.`;
 }
 
 /** Words, with a contraction counting as the two it stands for: "I'm Alice" is three words. */

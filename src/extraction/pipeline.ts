@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { isDatabaseUnavailable } from '../db/client.js';
 import { withTenant } from '../db/tenant.js';
 import * as memoryRepo from '../memories/repository.js';
-import { storeAsGiven } from '../memories/service.js';
+import { storeAsGiven, supersededAt } from '../memories/service.js';
 import { emptyUsage, type Embedder, type Usage } from '../llm/types.js';
 import { withLeaseHeartbeat } from '../queue/registry.js';
 import type { DueJob, JobError, JobOutcome } from '../queue/types.js';
@@ -262,12 +262,9 @@ async function applyUnderLock(
     });
 
     // When the replaced fact stopped being true: when the new one began (as the transcript dates
-    // it, or when the job was accepted), never before the old one began nor after now. So an
-    // as_of between the two facts sees the old one, as a bitemporal store should.
-    const endOf = (target: { occurredAt: Date }, fact: ExtractedFact): Date => {
-      const began = fact.occurred_at ? new Date(fact.occurred_at) : job.createdAt;
-      return new Date(Math.min(now.getTime(), Math.max(target.occurredAt.getTime(), began.getTime())));
-    };
+    // it, or when the job was accepted); see supersededAt.
+    const endOf = (target: { occurredAt: Date }, fact: ExtractedFact): Date =>
+      supersededAt(target, fact.occurred_at ? new Date(fact.occurred_at) : job.createdAt, now);
 
     if (!payload.infer) {
       // infer: false stores every user message as written, like POST /memories.

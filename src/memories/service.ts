@@ -135,6 +135,15 @@ export async function getHistory(ctx: RequestContext, id: string) {
   };
 }
 
+/**
+ * Valid time, not transaction time: a superseded fact stopped being true when the newer one began
+ * (its occurred_at), never before the old one began nor after now. So a recall `as_of` between the
+ * two sees only the old one, and one after the newer began only the newer one.
+ */
+export function supersededAt(old: { occurredAt: Date }, newerBegan: Date, now: Date): Date {
+  return new Date(Math.min(now.getTime(), Math.max(old.occurredAt.getTime(), newerBegan.getTime())));
+}
+
 export interface StoreAsGivenInput {
   tenantId: string;
   userId: string;
@@ -146,8 +155,8 @@ export interface StoreAsGivenInput {
 
 /**
  * Stores each row as given, in order, with an ADD event each. A row whose normalised content is
- * already a current memory of the user supersedes that memory (valid_to, superseded_by and a
- * SUPERSEDE event), so the newest importance, category and metadata win while the old row and its
+ * already a current memory of the user supersedes that memory (valid_to from supersededAt,
+ * superseded_by and a SUPERSEDE event), so the newest importance, category and metadata win while the old row and its
  * history stay; within a batch a later repeat supersedes an earlier one the same way. There is
  * never more than one current memory per fact. The caller's transaction is tenant-bound.
  */
@@ -159,7 +168,8 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<Ar
   input.rows.forEach((row, index) => lastIndexOfHash.set(row.contentHash, index));
   const rows = input.rows.map((row, index) => {
     const last = lastIndexOfHash.get(row.contentHash)!;
-    return last === index ? { ...row, id: ids[index]! } : { ...row, id: ids[index]!, validTo: now, supersededBy: ids[last]! };
+    if (last === index) return { ...row, id: ids[index]! };
+    return { ...row, id: ids[index]!, validTo: supersededAt(row, input.rows[last]!.occurredAt, now), supersededBy: ids[last]! };
   });
   const existing = await repo.findCurrentByHashes(tx, tenantId, userId, [...lastIndexOfHash.keys()]);
   const events: repo.NewMemoryEvent[] = [];
@@ -176,7 +186,7 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<Ar
   });
   for (const old of existing) {
     const replacement = rows[lastIndexOfHash.get(old.contentHash)!]!;
-    await repo.supersedeMemories(tx, tenantId, [old.id], now, replacement.id);
+    await repo.supersedeMemories(tx, tenantId, [old.id], supersededAt(old, replacement.occurredAt, now), replacement.id);
     events.push(event(old.id, 'SUPERSEDE', old.content, replacement.content));
   }
   const inserted = await repo.insertMemories(tx, rows);

@@ -35,5 +35,7 @@ export const recallBody = z.strictObject({
     .optional(),
   as_of: isoDateTime.optional(),
   min_score: z.number().min(0).max(1).optional(),
+  /** Unset: the deployment's RECALL_MIN_RELEVANCE. */
+  min_relevance: z.number().min(0).max(1).optional(),
 });
 export type RecallBody = z.output<typeof recallBody>;

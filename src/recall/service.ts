@@ -10,6 +10,8 @@ import {
   DEFAULT_WEIGHTS,
   TEXT_RELEVANCE_WEIGHT,
   TEXT_RELEVANCE_WEIGHTS,
+  absoluteRelevance,
+  fullTextScore,
   fuseRelevance,
   mergeArms,
   rankCandidates,
@@ -42,37 +44,49 @@ export interface Candidate extends ArmSignals {
   occurredAt: Date;
 }
 
+/** One request's candidates and its query's full BM25 (scoring.ts fullTextScore). */
+export interface CandidatePool {
+  candidates: Candidate[];
+  fullTextScore: number;
+}
+
 /**
  * The hybrid candidate pool of one request, each with both arms' signals: the database's signals
  * (repository.ts), BM25 over them (bm25.ts), then the vector arm's and the text arm's top N merged.
  */
-export async function collectCandidates(tx: Db, q: SignalsQuery): Promise<Candidate[]> {
+export async function collectCandidates(tx: Db, q: SignalsQuery): Promise<CandidatePool> {
   return candidatesFromSignals(await findRecallSignals(tx, q), q.poolSize);
 }
 
 /** The pure part of collectCandidates: BM25 over the signals, then the two arms merged. */
-export function candidatesFromSignals(signals: RecallSignals, poolSize: number): Candidate[] {
-  const scores = bm25Scores(
-    queryTerms(signals.lexemes),
-    signals.rows.filter((r) => r.hits.size > 0).map((r) => ({ id: r.id, length: r.length, lexemes: r.hits })),
-    { documents: signals.documents, averageLength: signals.averageLength },
-  );
+export function candidatesFromSignals(signals: RecallSignals, poolSize: number): CandidatePool {
+  const terms = queryTerms(signals.lexemes);
+  const documents = signals.rows.filter((r) => r.hits.size > 0).map((r) => ({ id: r.id, length: r.length, lexemes: r.hits }));
+  const scores = bm25Scores(terms, documents, { documents: signals.documents, averageLength: signals.averageLength });
   const rows = signals.rows.map((r) => ({ id: r.id, importance: r.importance, occurredAt: r.occurredAt, similarity: r.similarity, textScore: scores.get(r.id) ?? 0 }));
-  return mergeArms(rows, poolSize);
+  return { candidates: mergeArms(rows, poolSize), fullTextScore: fullTextScore(terms, documents, signals.documents) };
 }
 
-/** Each candidate's relevance from both arms, then the contract's weighted score: the best first. */
-export function rankRecallCandidates(candidates: readonly Candidate[], options: RankOptions, textWeight = TEXT_RELEVANCE_WEIGHT): Array<Ranked<RankableCandidate>> {
+/**
+ * Each candidate's relevance from both arms, then the contract's weighted score: the best first.
+ * `minRelevance` is held against each one's absolute relevance (scoring.ts absoluteRelevance).
+ */
+export function rankRecallCandidates(pool: CandidatePool, options: RankOptions, textWeight = TEXT_RELEVANCE_WEIGHT): Array<Ranked<RankableCandidate>> {
+  const { candidates } = pool;
   // The text arm's best is among the candidates, so this is the best BM25 over the whole scope.
   let bestTextScore = 0;
   for (const c of candidates) if (c.textScore > bestTextScore) bestTextScore = c.textScore;
   return rankCandidates(
-    candidates.map((c) => ({
-      id: c.id,
-      importance: c.importance,
-      occurredAt: c.occurredAt,
-      relevance: fuseRelevance({ textScore: c.textScore, bestTextScore, similarity: c.similarity }, textWeight),
-    })),
+    candidates.map((c) => {
+      const signals = { textScore: c.textScore, bestTextScore, similarity: c.similarity, fullTextScore: pool.fullTextScore };
+      return {
+        id: c.id,
+        importance: c.importance,
+        occurredAt: c.occurredAt,
+        relevance: fuseRelevance(signals, textWeight),
+        floorRelevance: absoluteRelevance(signals, textWeight),
+      };
+    }),
     options,
   );
 }
@@ -87,8 +101,9 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const now = asOf ?? ctx.services.clock();
   const [embedding] = await ctx.services.embedder.embed([body.query]);
   const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
+  const minRelevance = body.min_relevance ?? ctx.services.config.recall.minRelevance;
   const { candidates, ranked } = await withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
-    const candidates = await collectCandidates(tx, {
+    const pool = await collectCandidates(tx, {
       tenantId: ctx.principal.tenantId,
       userId,
       embedding: embedding!,
@@ -103,14 +118,14 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       metadata: body.filters?.metadata,
     });
     const textWeight = TEXT_RELEVANCE_WEIGHTS[ctx.services.embedder.kind];
-    const scored = rankRecallCandidates(candidates, { weights, halfLifeHours, now, minScore: body.min_score, limit: body.limit }, textWeight);
+    const scored = rankRecallCandidates(pool, { weights, halfLifeHours, now, minScore: body.min_score, minRelevance, limit: body.limit }, textWeight);
     // Only the memories that made the cut are read in full.
     const rows = new Map((await findMemoriesByIds(tx, ctx.principal.tenantId, userId, scored.map((c) => c.id))).map((m) => [m.id, m]));
     const ranked = scored.flatMap((c) => {
       const memory = rows.get(c.id);
       return memory ? [{ ...toMemoryDto(memory), score: c.score, scores: c.scores }] : [];
     });
-    return { candidates, ranked };
+    return { candidates: pool.candidates, ranked };
   }, { readOnly: true });
   ctx.services.metrics?.observeRecall(performance.now() - started, candidates.length);
   return { memories: ranked };

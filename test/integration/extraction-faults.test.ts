@@ -276,8 +276,8 @@ describe('offline providers with the database-backed queue', () => {
     });
     const list = await app.call('GET', '/memories', { token });
     expect(list.body.memories.map((m: { content: string; importance: number; category: string | null }) => [m.content, m.importance, m.category]).sort()).toEqual([
-      ['I live in Lisbon.', 6, 'location'],
-      ['My name is Alice.', 9, 'personal'],
+      ['User lives in Lisbon.', 6, 'location'],
+      ["User's name is Alice.", 9, 'personal'],
     ]);
 
     // TRANSCRIPT_RETENTION_HOURS > 0: the transcript stays after success.

@@ -339,7 +339,7 @@ describe('each served route answers what openapi.yaml documents', () => {
     expect(history.status).toBe(200);
     expect(history.body.events.map((e: { event: string }) => e.event)).toEqual(['ADD', 'UPDATE']);
 
-    const recalled = await call('POST', '/memories/recall', { token, body: { query: 'what does Happy drink?' } });
+    const recalled = await call('POST', '/memories/recall', { token, body: { query: 'which tea does Happy prefer?' } });
     expect(recalled.status).toBe(200);
     expect(recalled.body.memories.length).toBeGreaterThan(0);
     const tuned = await call('POST', '/memories/recall', {
@@ -353,6 +353,7 @@ describe('each served route answers what openapi.yaml documents', () => {
         filters: { agent_id: 'agent-1', run_id: 'run-1', categories: ['drinks', 'music'], metadata: { source: 'edit' } },
         as_of: '2098-12-31T00:00:00.000Z',
         min_score: 0,
+        min_relevance: 0.1,
       },
     });
     expect(tuned.status).toBe(200);

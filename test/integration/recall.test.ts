@@ -66,6 +66,8 @@ const contents = (memories: Recalled[]) => memories.map((m) => m.content);
 const expectedRecency = (occurredAt: string, now: Date, halfLife = DEFAULT_HALF_LIFE) =>
   Math.exp((-Math.LN2 * Math.max(0, now.getTime() - Date.parse(occurredAt))) / HOUR / halfLife);
 
+// The weights' tests send min_relevance 0: they are about ranking every candidate, and the floor
+// (its own tests below) would leave out the memories that share no word with the query.
 describe('weights change the order as predicted', () => {
   const user = 'orders';
   // Three different orders: by relevance to "cello orchestra", by recency, by importance.
@@ -82,28 +84,28 @@ describe('weights change the order as predicted', () => {
   });
 
   it('relevance only ranks the memory sharing the query words first', async () => {
-    const got = await recall(user, { query: 'cello orchestra', weights: { relevance: 1 } });
+    const got = await recall(user, { min_relevance: 0, query: 'cello orchestra', weights: { relevance: 1 } });
     expect(got[0]!.content).toBe(CELLO);
     expect(got[0]!.scores.relevance).toBeGreaterThan(got[1]!.scores.relevance);
     // The same words win for another topic too: the order follows the query, not the data.
-    const ski = await recall(user, { query: 'skiing in Norway', weights: { relevance: 1 } });
+    const ski = await recall(user, { min_relevance: 0, query: 'skiing in Norway', weights: { relevance: 1 } });
     expect(ski[0]!.content).toBe(SKI);
   });
 
   it('recency only ranks the newest occurred_at first, whatever the words', async () => {
-    const got = await recall(user, { query: 'cello orchestra', weights: { recency: 1 } });
+    const got = await recall(user, { min_relevance: 0, query: 'cello orchestra', weights: { recency: 1 } });
     expect(contents(got)).toEqual([SKI, ALLERGY, CELLO]);
   });
 
   it('importance only ranks by importance', async () => {
-    const got = await recall(user, { query: 'cello orchestra', weights: { importance: 1 } });
+    const got = await recall(user, { min_relevance: 0, query: 'cello orchestra', weights: { importance: 1 } });
     expect(contents(got)).toEqual([ALLERGY, SKI, CELLO]);
     expect(got.map((m) => m.importance)).toEqual([10, 4, 1]);
   });
 
   it('a weights object with one key means the others are 0: score is that component', async () => {
     for (const key of ['recency', 'importance', 'relevance'] as const) {
-      const got = await recall(user, { query: 'cello orchestra', weights: { [key]: 7 } });
+      const got = await recall(user, { min_relevance: 0, query: 'cello orchestra', weights: { [key]: 7 } });
       expect(got).toHaveLength(3);
       for (const m of got) expect(Math.abs(m.score - m.scores[key])).toBeLessThan(1e-12);
     }
@@ -123,14 +125,14 @@ describe('scores', () => {
   });
 
   it('every component and score is in [0, 1] and score is the contract formula (default weights)', async () => {
-    const got = await recall(user, { query: 'electric car' });
+    const got = await recall(user, { min_relevance: 0, query: 'electric car' });
     expect(got).toHaveLength(4);
     for (const m of got) {
       for (const v of [m.score, m.scores.recency, m.scores.importance, m.scores.relevance]) {
         expect(v).toBeGreaterThanOrEqual(0);
         expect(v).toBeLessThanOrEqual(1);
       }
-      const formula = (0.3 * m.scores.recency + 0.2 * m.scores.importance + 0.5 * m.scores.relevance) / 1.0;
+      const formula = (0.1 * m.scores.recency + 0.1 * m.scores.importance + 0.8 * m.scores.relevance) / 1.0;
       expect(Math.abs(m.score - formula)).toBeLessThan(1e-9);
       expect(Math.abs(m.scores.importance - (m.importance - 1) / 9)).toBeLessThan(1e-12);
       expect(Math.abs(m.scores.recency - expectedRecency(m.occurred_at, NOW))).toBeLessThan(1e-9);
@@ -141,7 +143,7 @@ describe('scores', () => {
 
   it('custom weights are normalised by their sum, and the half-life is honoured', async () => {
     const weights = { recency: 2, importance: 1, relevance: 3 };
-    const got = await recall(user, { query: 'electric car', weights, recency_half_life_hours: 24 });
+    const got = await recall(user, { min_relevance: 0, query: 'electric car', weights, recency_half_life_hours: 24 });
     for (const m of got) {
       const formula = (2 * m.scores.recency + 1 * m.scores.importance + 3 * m.scores.relevance) / 6;
       expect(Math.abs(m.score - formula)).toBeLessThan(1e-9);
@@ -153,7 +155,7 @@ describe('scores', () => {
 
   it('huge weights still give a score in [0, 1] equal to the formula', async () => {
     const weights = { recency: 1e308, importance: 1e308, relevance: 1e308 };
-    const got = await recall(user, { query: 'electric car', weights });
+    const got = await recall(user, { min_relevance: 0, query: 'electric car', weights });
     expect(got).toHaveLength(4);
     for (const m of got) {
       expect(typeof m.score).toBe('number');
@@ -163,20 +165,20 @@ describe('scores', () => {
   });
 
   it('a tiny (denormal) single weight still means score = that component', async () => {
-    const got = await recall(user, { query: 'electric car', weights: { relevance: 5e-324 } });
+    const got = await recall(user, { min_relevance: 0, query: 'electric car', weights: { relevance: 5e-324 } });
     expect(got).toHaveLength(4);
     for (const m of got) expect(Math.abs(m.score - m.scores.relevance)).toBeLessThan(1e-12);
   });
 
   it('min_score applies to the final score', async () => {
-    const all = await recall(user, { query: 'electric car', weights: { importance: 1 } });
+    const all = await recall(user, { min_relevance: 0, query: 'electric car', weights: { importance: 1 } });
     expect(all.map((m) => m.importance)).toEqual([9, 7, 5, 2]);
-    const above = await recall(user, { query: 'electric car', weights: { importance: 1 }, min_score: 0.5 }); // 8/9, 6/9 pass; 4/9, 1/9 do not
+    const above = await recall(user, { min_relevance: 0, query: 'electric car', weights: { importance: 1 }, min_score: 0.5 }); // 8/9, 6/9 pass; 4/9, 1/9 do not
     expect(above.map((m) => m.importance)).toEqual([9, 7]);
-    const exact = await recall(user, { query: 'electric car', weights: { importance: 1 }, min_score: 4 / 9 });
+    const exact = await recall(user, { min_relevance: 0, query: 'electric car', weights: { importance: 1 }, min_score: 4 / 9 });
     expect(exact.map((m) => m.importance)).toEqual([9, 7, 5]);
-    expect(await recall(user, { query: 'electric car', weights: { importance: 1 }, min_score: 1 })).toEqual([]);
-    expect((await recall(user, { query: 'electric car', weights: { importance: 1 }, min_score: 0 })).length).toBe(4);
+    expect(await recall(user, { min_relevance: 0, query: 'electric car', weights: { importance: 1 }, min_score: 1 })).toEqual([]);
+    expect((await recall(user, { min_relevance: 0, query: 'electric car', weights: { importance: 1 }, min_score: 0 })).length).toBe(4);
   });
 });
 
@@ -228,6 +230,34 @@ describe('time: as_of and superseded memories', () => {
     expect(all.body.memories.map((m: { id: string }) => m.id).sort()).toEqual([paris!.id, berlin!.id].sort());
   });
 
+  it('a fact stored again with a later occurred_at ends the first at that time (valid time), not at the repeat', async () => {
+    const user = 'valid-time';
+    const [first] = await seed(user, [{ content: 'Alice lives in Berlin', occurred_at: ago(300 * DAY) }]);
+    // Stored again today (the app's clock), saying it became true 100 days ago.
+    const [second] = await seed(user, [{ content: 'Alice lives in Berlin', occurred_at: ago(100 * DAY) }]);
+    const token = await tokenFor({ tenant, user });
+    const old = await app.call('GET', `/memories/${first!.id}`, { token });
+    expect(old.body.valid_to).toBe(ago(100 * DAY));
+
+    const query = { query: 'where does Alice live', min_relevance: 0 };
+    // Between the two occurred_ats: only the first was valid then.
+    expect((await recall(user, { ...query, as_of: ago(200 * DAY) })).map((m) => m.id)).toEqual([first!.id]);
+    // After the second began (and before the repeat was stored): only the second.
+    expect((await recall(user, { ...query, as_of: ago(50 * DAY) })).map((m) => m.id)).toEqual([second!.id]);
+    expect((await recall(user, query)).map((m) => m.id)).toEqual([second!.id]);
+  });
+
+  it('within one batch, a repeat ends the earlier copy at its own occurred_at', async () => {
+    const user = 'valid-time-batch';
+    const [first, second] = await seed(user, [
+      { content: 'Alice works at Acme', occurred_at: ago(300 * DAY) },
+      { content: 'Alice works at Acme', occurred_at: ago(100 * DAY) },
+    ]);
+    const query = { query: 'where does Alice work', min_relevance: 0 };
+    expect((await recall(user, { ...query, as_of: ago(200 * DAY) })).map((m) => m.id)).toEqual([first!.id]);
+    expect((await recall(user, { ...query, as_of: ago(50 * DAY) })).map((m) => m.id)).toEqual([second!.id]);
+  });
+
   it('an expired memory is left out', async () => {
     const user = 'expiry';
     const token = await tokenFor({ tenant, user });
@@ -237,6 +267,58 @@ describe('time: as_of and superseded memories', () => {
     });
     expect(res.status).toBe(201);
     expect(contents(await recall(user, { query: 'coupon voucher' }))).toEqual(['Alice has a voucher']);
+  });
+});
+
+describe('min_relevance: the relevance floor', () => {
+  const user = 'floor';
+  const PIZZA = 'Alice loves pizza with anchovies';
+  const CAPITAL = 'Alice moved her savings into a new bank';
+  const DOG = 'Alice walks her dog Rex every morning';
+
+  beforeAll(async () => {
+    await seed(user, [
+      { content: PIZZA, occurred_at: ago(200 * DAY), importance: 3 },
+      // Fresh and important, and unrelated to the questions below.
+      { content: CAPITAL, occurred_at: ago(1 * HOUR), importance: 10 },
+      { content: DOG, occurred_at: ago(2 * HOUR), importance: 10 },
+    ]);
+  });
+
+  it('leaves out memories below the default floor, however recent or important', async () => {
+    const found = await recall(user, { query: 'which pizza does Alice love' });
+    expect(contents(found)).toEqual([PIZZA]);
+    expect(found[0]!.scores.relevance).toBeGreaterThanOrEqual(0.17);
+  });
+
+  it('min_relevance 0 ranks every candidate again, as before the floor', async () => {
+    const found = await recall(user, { query: 'which pizza does Alice love', min_relevance: 0 });
+    expect(contents(found).sort()).toEqual([CAPITAL, DOG, PIZZA].sort());
+    expect(found[0]!.content).toBe(PIZZA);
+  });
+
+  it('an unrelated question finds nothing: 200 with no memories', async () => {
+    const res = await recallRaw(user, { query: 'What is the capital of France?' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ memories: [] });
+    // The relative relevance alone would have given its best word match the full text share.
+    expect((await recall(user, { query: 'What is the capital of France?', min_relevance: 0 })).length).toBe(3);
+  });
+
+  it('a floor above a memory leaves it out; every memory returned has at least the floor as relevance', async () => {
+    for (const floor of [0.05, 0.3, 0.6, 0.9]) {
+      const found = await recall(user, { query: 'Alice dog Rex morning walk', min_relevance: floor });
+      for (const m of found) expect(m.scores.relevance).toBeGreaterThanOrEqual(floor);
+    }
+    expect(contents(await recall(user, { query: 'Alice dog Rex morning walk', min_relevance: 0.3 }))).toEqual([DOG]);
+  });
+
+  it('refuses a min_relevance outside 0–1', async () => {
+    for (const bad of [-0.1, 1.5, '0.5']) {
+      const res = await recallRaw(user, { query: 'pizza', min_relevance: bad });
+      expect(res.status).toBe(400);
+      expect(JSON.stringify(res.body.errors)).toContain('/min_relevance');
+    }
   });
 });
 
@@ -328,7 +410,7 @@ describe('limit only cuts the ranked list', () => {
   it.each([[undefined], [{ importance: 1 }], [{ recency: 1 }], [{ relevance: 1 }], [{ recency: 0.5, importance: 0.5 }]])(
     'the first k of limit 100 are the answer at limit k (weights %j)',
     async (weights) => {
-      const body = { query: 'walking by the river', ...(weights ? { weights } : {}) };
+      const body = { query: 'walking by the river', min_relevance: 0, ...(weights ? { weights } : {}) };
       const all = (await recall(big, { ...body, limit: 100 })).map((m) => `${m.id} ${m.score}`);
       expect(all).toHaveLength(100);
       for (const limit of [1, 3, 10, 50]) {
@@ -338,7 +420,7 @@ describe('limit only cuts the ranked list', () => {
   );
 
   it('ranks every memory of a user with at most 100: the most important first, though it shares no word', async () => {
-    const got = await recall(small, { query: 'walking', weights: { importance: 1 }, limit: 3 });
+    const got = await recall(small, { query: 'walking', weights: { importance: 1 }, limit: 3, min_relevance: 0 });
     expect(got[0]!.id).toBe(smallTax);
     expect(got[0]!.score).toBe(1);
   });

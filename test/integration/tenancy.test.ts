@@ -83,7 +83,7 @@ describe('reads', () => {
   });
 
   it('POST /memories/recall finds only the caller tenant, even for a query that matches the other tenant best', async () => {
-    const res = await app.call('POST', '/memories/recall', { token: aliceA, body: { query: 'Alice lives in Oslo and plays chess', limit: 100 } });
+    const res = await app.call('POST', '/memories/recall', { token: aliceA, body: { query: 'Alice lives in Oslo and plays chess', limit: 100, min_relevance: 0 } });
     expect(res.status).toBe(200);
     const ids = res.body.memories.map((m: Memory) => m.id).sort();
     expect(ids).toEqual(sharedA.map((m) => m.id).sort());

@@ -418,17 +418,17 @@ describe('stripJsonFence', () => {
 });
 
 describe('scripted server defaults (what benchmarks and pipeline tests get without scripting)', () => {
-  it('answers extraction with the user\'s first-person sentences and resolution with ADD / NOOP by text', async () => {
+  it('answers extraction with the user\'s sentences about the user and resolution with ADD / NOOP by text', async () => {
     const usage = emptyUsage();
     const facts = await new LlmExtractor(chat()).extract(
       { messages: [{ role: 'user', content: 'I live in Paris. I have a dog.' }, { role: 'assistant', content: 'I see.' }], now },
       usage,
     );
-    expect(facts.map((f) => f.content)).toEqual(['I live in Paris.', 'I have a dog.']);
+    expect(facts.map((f) => f.content)).toEqual(['User lives in Paris.', 'User has a dog.']);
 
-    const known = memory('i live in paris');
+    const known = memory('user lives in paris');
     const result = await new LlmResolver(chat()).resolve(
-      { facts: facts.map((f, i) => ({ fact: f, candidates: i === 0 ? [known] : [memory('I have a cat.')] })) },
+      { facts: facts.map((f, i) => ({ fact: f, candidates: i === 0 ? [known] : [memory('User has a cat.')] })) },
       usage,
     );
     expect(result.operations).toEqual([

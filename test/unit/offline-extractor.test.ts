@@ -12,11 +12,11 @@ async function extract(messages: TranscriptMessage[]) {
 }
 
 describe('OfflineExtractor', () => {
-  it('turns each declarative first-person sentence of the user into a fact, as written', async () => {
+  it('turns each declarative first-person sentence of the user into a fact about the user', async () => {
     const { facts, usage } = await extract([
       { role: 'user', content: 'Hi! My name is Alice. I live in Paris and I work as a nurse.' },
     ]);
-    expect(facts.map((f) => f.content)).toEqual(['My name is Alice.', 'I live in Paris and I work as a nurse.']);
+    expect(facts.map((f) => f.content)).toEqual(["User's name is Alice.", 'User lives in Paris and User works as a nurse.']);
     expect(usage).toEqual(emptyUsage());
     for (const fact of facts) expect(extractedFactSchema.safeParse(fact).success).toBe(true);
   });
@@ -28,7 +28,7 @@ describe('OfflineExtractor', () => {
       { role: 'tool', content: 'I found 3 results for my query.' },
       { role: 'user', content: 'I have two cats.' },
     ]);
-    expect(facts.map((f) => f.content)).toEqual(['I have two cats.']);
+    expect(facts.map((f) => f.content)).toEqual(['User has two cats.']);
     expect(facts[0]!.source_message_indexes).toEqual([3]);
   });
 
@@ -52,7 +52,7 @@ describe('OfflineExtractor', () => {
         ].join('\n'),
       },
     ]);
-    expect(facts.map((f) => f.content)).toEqual(['I am allergic to peanuts.']);
+    expect(facts.map((f) => f.content)).toEqual(['User is allergic to peanuts.']);
   });
 
   it('normalises the final punctuation to one period and strips leading interjections', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fuseRelevance, rankCandidates, type RecallWeights } from '../../src/recall/scoring.js';
+import { DEFAULT_WEIGHTS, fuseRelevance, rankCandidates, type RecallWeights } from '../../src/recall/scoring.js';
 
 /**
  * A fixed candidate set with orders worked out by hand (half-life 30 days, so recency is
@@ -35,7 +35,33 @@ function rank(weights: RecallWeights) {
 }
 
 describe('recall scoring golden set', () => {
-  it('orders by the default weights 0.3 / 0.2 / 0.5', () => {
+  it('orders by the default weights 0.1 / 0.1 / 0.8: relevance leads, recency and importance break near-ties', () => {
+    expect(DEFAULT_WEIGHTS).toEqual({ recency: 0.1, importance: 0.1, relevance: 0.8 });
+    const ranked = rank(DEFAULT_WEIGHTS);
+    expect(ranked.map((c) => c.id)).toEqual([
+      'm-berlin',
+      'm-marathon',
+      'm-allergy',
+      'm-sister',
+      'm-cat',
+      'm-cafe',
+      'm-coffee',
+      'm-guitar',
+      'm-future',
+    ]);
+    const scores = Object.fromEntries(ranked.map((c) => [c.id, c.score]));
+    // berlin: 0.1 · 0.2443 + 0.1 · 6/9 + 0.8 · 0.81; allergy: 0.1 · 0.0002 + 0.1 · 1 + 0.8 · 0.62.
+    expect(scores['m-berlin']).toBeCloseTo(0.7391, 4);
+    expect(scores['m-marathon']).toBeCloseTo(0.6739, 4);
+    expect(scores['m-allergy']).toBeCloseTo(0.596, 4);
+    expect(scores['m-sister']).toBeCloseTo(0.5216, 4);
+    expect(scores['m-cat']).toBeCloseTo(0.5135, 4);
+    expect(scores['m-cafe']).toBeCloseTo(0.4011, 4);
+    expect(scores['m-guitar']).toBeCloseTo(0.2784, 4);
+    expect(scores['m-future']).toBeCloseTo(0.1911, 4);
+  });
+
+  it('orders by the weights 0.3 / 0.2 / 0.5 (the defaults before v1.1)', () => {
     const ranked = rank({ recency: 0.3, importance: 0.2, relevance: 0.5 });
     expect(ranked.map((c) => c.id)).toEqual([
       'm-berlin',
@@ -143,7 +169,18 @@ describe('recall scoring golden set, from the arms\' raw signals', () => {
     expect(relevance['f-unrelated']).toBe(0);
   });
 
-  it('orders by the default weights 0.3 / 0.2 / 0.5', () => {
+  it('orders by the default weights 0.1 / 0.1 / 0.8', () => {
+    const ranked = rankFused(DEFAULT_WEIGHTS);
+    expect(ranked.map((c) => c.id)).toEqual(['f-allergy', 'f-marathon', 'f-berlin', 'f-sister', 'f-guitar', 'f-cafe', 'f-coffee', 'f-unrelated']);
+    const scores = Object.fromEntries(ranked.map((c) => [c.id, c.score]));
+    expect(scores['f-allergy']).toBeCloseTo(0.8072, 4);
+    expect(scores['f-marathon']).toBeCloseTo(0.6659, 4);
+    expect(scores['f-berlin']).toBeCloseTo(0.6591, 4);
+    expect(scores['f-guitar']).toBeCloseTo(0.376, 4);
+    expect(scores['f-unrelated']).toBeCloseTo(0.1135, 4);
+  });
+
+  it('orders by the weights 0.3 / 0.2 / 0.5 (the defaults before v1.1)', () => {
     const ranked = rankFused({ recency: 0.3, importance: 0.2, relevance: 0.5 });
     expect(ranked.map((c) => c.id)).toEqual(['f-allergy', 'f-berlin', 'f-marathon', 'f-guitar', 'f-sister', 'f-cafe', 'f-coffee', 'f-unrelated']);
     const scores = Object.fromEntries(ranked.map((c) => [c.id, c.score]));

@@ -4,6 +4,8 @@ import {
   InvalidWeightsError,
   TEXT_RELEVANCE_WEIGHT,
   VECTOR_RELEVANCE_WEIGHT,
+  absoluteRelevance,
+  fullTextScore,
   fuseRelevance,
   importanceScore,
   mergeArms,
@@ -12,6 +14,7 @@ import {
   relevanceFromCosine,
   validateWeights,
 } from '../../src/recall/scoring.js';
+import { bm25Idf } from '../../src/recall/bm25.js';
 
 const NOW = new Date('2024-06-01T00:00:00Z');
 const hoursAgo = (hours: number) => new Date(NOW.getTime() - hours * 3_600_000);
@@ -107,6 +110,32 @@ describe('fuseRelevance', () => {
   });
 });
 
+describe('absoluteRelevance and fullTextScore', () => {
+  it("divides BM25 by the query's full score when no memory comes near it, so an off-topic best match stays low", () => {
+    // The best match holds a fifth of the query's full BM25: relative relevance calls it 0.8.
+    const signals = { textScore: 2, bestTextScore: 2, similarity: 0.1, fullTextScore: 10 };
+    expect(fuseRelevance(signals)).toBeCloseTo(0.8 + 0.02, 12);
+    expect(absoluteRelevance(signals)).toBeCloseTo(0.8 * 0.2 + 0.02, 12);
+  });
+
+  it('equals the relative relevance when the best match reaches the full score, and never exceeds it', () => {
+    expect(absoluteRelevance({ textScore: 6, bestTextScore: 12, similarity: 0.5, fullTextScore: 9 })).toBeCloseTo(0.8 * 0.5 + 0.1, 12);
+    for (const [t, best, full, cos] of [[1, 3, 0, 0.2], [3, 3, 40, 0.9], [0, 0, 7, 0.4], [5, 5, 5, 1]] as const) {
+      const signals = { textScore: t, bestTextScore: best, similarity: cos, fullTextScore: full };
+      expect(absoluteRelevance(signals)).toBeLessThanOrEqual(fuseRelevance(signals));
+    }
+  });
+
+  it('sums the idf of every query term, a term no memory holds at df 0', () => {
+    const docs = [{ lexemes: new Map([['pizza', 1]]) }, { lexemes: new Map([['pizza', 2], ['rome', 1]]) }];
+    const full = fullTextScore([['pizza'], ['rome'], ['franc']], docs, 10);
+    expect(full).toBeCloseTo(bm25Idf(10, 2) + bm25Idf(10, 1) + bm25Idf(10, 0), 12);
+    expect(fullTextScore([], docs, 10)).toBe(0);
+    // A term made of an irregular word's forms counts once, held by a memory holding any form.
+    expect(fullTextScore([['meet', 'met']], [{ lexemes: new Map([['met', 1]]) }], 4)).toBeCloseTo(bm25Idf(4, 1), 12);
+  });
+});
+
 describe('mergeArms', () => {
   const row = (id: string, similarity: number, textScore: number) => ({ id, similarity, textScore });
   const rows = [row('a', 0.9, 0), row('b', 0.1, 8), row('c', 0.5, 2), row('d', 0.5, 0), row('e', 0.2, 8), row('f', 0.05, 0)];
@@ -156,7 +185,7 @@ describe('validateWeights', () => {
   });
 
   it('accepts the defaults unchanged', () => {
-    expect(validateWeights(DEFAULT_WEIGHTS)).toEqual({ recency: 0.3, importance: 0.2, relevance: 0.5 });
+    expect(validateWeights(DEFAULT_WEIGHTS)).toEqual({ recency: 0.1, importance: 0.1, relevance: 0.8 });
   });
 
   it('refuses a negative weight, naming it', () => {
@@ -194,14 +223,14 @@ describe('rankCandidates', () => {
     expect(only!.scores.recency).toBeCloseTo(0.5, 12);
     expect(only!.scores.importance).toBe(1);
     expect(only!.scores.relevance).toBe(0.4);
-    // (0.3·0.5 + 0.2·1 + 0.5·0.4) / 1.0
-    expect(only!.score).toBeCloseTo(0.55, 12);
+    // (0.1·0.5 + 0.1·1 + 0.8·0.4) / 1.0
+    expect(only!.score).toBeCloseTo(0.47, 12);
   });
 
   it('divides by the sum of the weights, so scaling every weight changes nothing', () => {
     const candidate = { id: 'a', importance: 7, occurredAt: hoursAgo(100), relevance: 0.6 };
     const [one] = rankCandidates([candidate], base);
-    const [ten] = rankCandidates([candidate], { ...base, weights: { recency: 3, importance: 2, relevance: 5 } });
+    const [ten] = rankCandidates([candidate], { ...base, weights: { recency: 1, importance: 1, relevance: 8 } });
     expect(ten!.score).toBeCloseTo(one!.score, 12);
   });
 
@@ -235,6 +264,21 @@ describe('rankCandidates', () => {
     ];
     expect(rankCandidates(input, { ...base, weights, minScore: 0.5 }).map((c) => c.id)).toEqual(['high', 'edge']);
     expect(rankCandidates(input, { ...base, weights }).map((c) => c.id)).toEqual(['high', 'edge', 'low']);
+  });
+
+  it('leaves out a candidate whose floor relevance is below minRelevance, however recent or important; 0 keeps all', () => {
+    const input = [
+      // Fresh and of the highest importance, but its absolute relevance is under the floor.
+      { id: 'fresh', importance: 10, occurredAt: NOW, relevance: 0.9, floorRelevance: 0.1 },
+      { id: 'edge', importance: 1, occurredAt: hoursAgo(5000), relevance: 0.6, floorRelevance: 0.3 },
+      // Without a floor relevance the relevance itself is held against the floor.
+      { id: 'plain', importance: 5, occurredAt: hoursAgo(10), relevance: 0.2 },
+    ];
+    expect(rankCandidates(input, { ...base, minRelevance: 0.3 }).map((c) => c.id)).toEqual(['edge']);
+    expect(rankCandidates(input, { ...base, minRelevance: 0 }).map((c) => c.id)).toEqual(['fresh', 'edge', 'plain']);
+    expect(rankCandidates(input, base).map((c) => c.id)).toEqual(['fresh', 'edge', 'plain']);
+    // The floor reads the floor relevance; the score still weighs the relevance.
+    expect(rankCandidates(input, { ...base, minRelevance: 0.3 })[0]!.scores.relevance).toBe(0.6);
   });
 
   it('returns at most limit, the best ones', () => {
