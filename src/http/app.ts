@@ -76,7 +76,8 @@ export function buildApp(deps: AppDependencies): Hono<AppEnv> {
     app.use(prefix, authenticate(deps.verifier));
     app.use(prefix, rateLimitPerTenant(services.config.http.rateLimitPerMinute));
   }
-  app.use('/admin/*', scope(SCOPES.admin));
+  // The operators' pages span tenants: a tenant's own admin scope never reaches them.
+  app.use('/admin/*', scope(SCOPES.operator));
 
   registerRecallRoutes(app, services);
   registerMemoryRoutes(app, services);
