@@ -11,6 +11,7 @@ import type { EmbedderSpec } from './llm/embedders.js';
 import { createProviders, type Providers } from './extraction/providers.js';
 import { registerExtractionRoutes } from './extraction/routes.js';
 import { buildApp, type ReadinessCheck } from './http/app.js';
+import { createRateLimiter } from './http/rate-limit.js';
 import { BullJobQueue } from './queue/bullmq.js';
 import { registerQueueDashboard } from './queue/dashboard.js';
 import { DatabaseJobQueue } from './queue/database.js';
@@ -90,6 +91,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     onLeaseExpired: () => metrics.observeLeaseExpiry(EXTRACTION_KIND),
   };
   registerExtractionJobs(queue, pipeline, { observeJob: (outcome, ms) => metrics.observeJob(outcome, ms) });
+  const rateLimiter = createRateLimiter({
+    perMinute: config.http.rateLimitPerMinute,
+    redisUrl: config.redisUrl,
+    keyPrefix: config.jobs.queuePrefix,
+    logger,
+  });
   // Not critical: while Redis is down the outbox keeps accepting jobs and the sweeper sends them later.
   const readiness: ReadinessCheck[] = config.redisUrl ? [{ name: 'redis', critical: false, check: () => queue.ping() }] : [];
   const app = buildApp({
@@ -97,6 +104,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     verifier,
     readiness,
     metrics,
+    rateLimiter,
     extraRoutes: [(a) => registerExtractionRoutes(a, services, queue), (a) => registerQueueDashboard(a, queue)],
   });
   let workerStarted = false;
@@ -116,6 +124,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     },
     stopWorker: () => queue.stopWorker(),
     async close() {
+      await rateLimiter?.close();
       await queue.close();
       await providers.embedder.close?.();
       if (!options.database) await database.close();
