@@ -5,6 +5,7 @@ import { createTokenVerifier } from './auth/verifier.js';
 import type { Database } from './db/client.js';
 import { settleDatabaseEmbedder } from './db/embedder-record.js';
 import { openDatabase, prepareDatabase } from './db/open.js';
+import { warnIfSuperuserLogin } from './db/login-role.js';
 import { EXTRACTION_KIND, registerExtractionJobs } from './extraction/job-kind.js';
 import type { PipelineDeps } from './extraction/pipeline.js';
 import type { EmbedderSpec } from './llm/embedders.js';
@@ -56,6 +57,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   let embedder: EmbedderSpec;
   try {
     await prepareDatabase(database, config.migrateOnStart);
+    await warnIfSuperuserLogin(database, config.production, logger);
     // The database keeps the embedder it was filled with; a conflicting setting stops start-up here.
     embedder = await settleDatabaseEmbedder(database, config);
   } catch (error) {
