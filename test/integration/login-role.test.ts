@@ -23,7 +23,8 @@ async function warningsAt(overrides: Record<string, string>) {
   return warnings();
 }
 
-describe.skipIf(TEST_BACKEND !== 'postgres')('a superuser login role in production', () => {
+// Each case starts an app of its own (an embedded one takes a while on a busy machine).
+describe.skipIf(TEST_BACKEND !== 'postgres')('a superuser login role in production', { timeout: 120_000 }, () => {
   const owner = ownerSql();
   const loginRole = `engram_login_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
   afterAll(async () => {
@@ -54,7 +55,7 @@ describe.skipIf(TEST_BACKEND !== 'postgres')('a superuser login role in producti
   });
 });
 
-describe.skipIf(TEST_BACKEND !== 'pglite')('the embedded database', () => {
+describe.skipIf(TEST_BACKEND !== 'pglite')('the embedded database', { timeout: 120_000 }, () => {
   it('gets no warning in production: its one user is a superuser nobody else can log in as', async () => {
     expect(await warningsAt({ NODE_ENV: 'production' })).toEqual([]);
   });
