@@ -36,7 +36,8 @@ async function start(overrides: Record<string, string>): Promise<TestApp> {
 const ROUTES = () => ['/memories', `/memories/${randomUUID()}`, `/jobs/${randomUUID()}`, '/admin/queues'];
 const everyScope = `${ALL_SCOPES} ${SCOPES.operator}`;
 
-describe('one counter per tenant', () => {
+// Each case starts apps of its own (an embedded one takes a while on a busy machine).
+describe('one counter per tenant', { timeout: 120_000 }, () => {
   it('counts /memories*, /jobs/* and /admin/* together: 4 requests a minute at a limit of 4, not 4 per group', async () => {
     const app = await start({ RATE_LIMIT_PER_MINUTE: '4' });
     const token = await tokenFor({ tenant: uniqueTenant('rl-one'), user: 'alice', scope: everyScope });
@@ -95,7 +96,7 @@ describe('one counter per tenant', () => {
   });
 });
 
-describe.skipIf(TEST_BACKEND === 'pglite')('with REDIS_URL: cluster-wide', () => {
+describe.skipIf(TEST_BACKEND === 'pglite')('with REDIS_URL: cluster-wide', { timeout: 120_000 }, () => {
   it('two instances sharing Redis share each tenant\'s count, and say the same exact Retry-After', async () => {
     const prefix = uniqueQueuePrefix('rl');
     prefixes.push(prefix);
