@@ -43,6 +43,10 @@ const envSchema = z.object({
   AUTH_AUDIENCE: z.string().min(1).default('memory-api'),
   AUTH_TENANT_CLAIM: z.string().min(1).default('tenant_id'),
   AUTH_CLOCK_TOLERANCE_S: int(0, 60).default(30),
+  /** The longest a token may live (`exp` − `iat`, or `exp` − now without `iat`): a leaked token's worth. */
+  AUTH_MAX_TOKEN_AGE_S: int(60, 31_536_000).default(86_400),
+  /** Only `production` changes anything: start-up warns about a superuser login role. */
+  NODE_ENV: z.string().trim().min(1).default('development'),
   RECALL_HALF_LIFE_HOURS: z.coerce.number().positive().max(1_000_000).default(720),
   // Measured on LoCoMo with the offline embedder (README, "Recall"): the floor that leaves another
   // user's questions about 3 memories at limit 10 while costing recall@10 at most 0.01.
@@ -97,6 +101,7 @@ export interface Config {
     audience: string;
     tenantClaim: string;
     clockToleranceSeconds: number;
+    maxTokenAgeSeconds: number;
   };
   recall: { halfLifeHours: number; minRelevance: number };
   /**
@@ -150,6 +155,8 @@ export interface Config {
     retentionSweepIntervalMs: number;
   };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** NODE_ENV === 'production'. */
+  production: boolean;
 }
 
 export type EmbedderKind = 'openai' | 'local' | 'lexical';
@@ -221,6 +228,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       audience: e.AUTH_AUDIENCE,
       tenantClaim: e.AUTH_TENANT_CLAIM,
       clockToleranceSeconds: e.AUTH_CLOCK_TOLERANCE_S,
+      maxTokenAgeSeconds: e.AUTH_MAX_TOKEN_AGE_S,
     },
     recall: { halfLifeHours: e.RECALL_HALF_LIFE_HOURS, minRelevance: e.RECALL_MIN_RELEVANCE },
     embeddings: {
@@ -258,5 +266,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       retentionSweepIntervalMs: e.RETENTION_SWEEP_INTERVAL_MS,
     },
     logLevel: e.LOG_LEVEL,
+    production: e.NODE_ENV === 'production',
   };
 }

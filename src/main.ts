@@ -1,7 +1,7 @@
-import { serve } from '@hono/node-server';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { startupBanner } from './banner.js';
 import { createRuntime } from './runtime.js';
+import { serveHttp } from './http/serve.js';
 
 /** Under the 10 s that Docker and Kubernetes wait between SIGTERM and SIGKILL. */
 const SHUTDOWN_DEADLINE_MS = 9_000;
@@ -18,7 +18,7 @@ try {
   const runtime = await createRuntime(config);
   const { logger } = runtime.services;
   if (config.worker === 'inline') runtime.startWorker();
-  const server = serve({ fetch: runtime.app.fetch, port: config.port, hostname: config.host }, (info) => {
+  const server = serveHttp({ fetch: runtime.app.fetch, port: config.port, hostname: config.host }, (info) => {
     // For a developer at a terminal or on the embedded default; production log streams stay pure JSON.
     if (process.stdout.isTTY || !config.databaseUrl) process.stdout.write(`${startupBanner(runtime, info.port)}\n`);
     logger.info({ port: info.port, database: runtime.services.database.kind, queue: runtime.queue.kind }, 'engram listening');

@@ -5,12 +5,14 @@ import { createTokenVerifier } from './auth/verifier.js';
 import type { Database } from './db/client.js';
 import { settleDatabaseEmbedder } from './db/embedder-record.js';
 import { openDatabase, prepareDatabase } from './db/open.js';
+import { warnIfSuperuserLogin } from './db/login-role.js';
 import { EXTRACTION_KIND, registerExtractionJobs } from './extraction/job-kind.js';
 import type { PipelineDeps } from './extraction/pipeline.js';
 import type { EmbedderSpec } from './llm/embedders.js';
 import { createProviders, type Providers } from './extraction/providers.js';
 import { registerExtractionRoutes } from './extraction/routes.js';
 import { buildApp, type ReadinessCheck } from './http/app.js';
+import { createRateLimiter } from './http/rate-limit.js';
 import { BullJobQueue } from './queue/bullmq.js';
 import { registerQueueDashboard } from './queue/dashboard.js';
 import { DatabaseJobQueue } from './queue/database.js';
@@ -55,6 +57,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   let embedder: EmbedderSpec;
   try {
     await prepareDatabase(database, config.migrateOnStart);
+    await warnIfSuperuserLogin(database, config.production, logger);
     // The database keeps the embedder it was filled with; a conflicting setting stops start-up here.
     embedder = await settleDatabaseEmbedder(database, config);
   } catch (error) {
@@ -90,6 +93,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     onLeaseExpired: () => metrics.observeLeaseExpiry(EXTRACTION_KIND),
   };
   registerExtractionJobs(queue, pipeline, { observeJob: (outcome, ms) => metrics.observeJob(outcome, ms) });
+  const rateLimiter = createRateLimiter({
+    perMinute: config.http.rateLimitPerMinute,
+    redisUrl: config.redisUrl,
+    keyPrefix: config.jobs.queuePrefix,
+    logger,
+  });
   // Not critical: while Redis is down the outbox keeps accepting jobs and the sweeper sends them later.
   const readiness: ReadinessCheck[] = config.redisUrl ? [{ name: 'redis', critical: false, check: () => queue.ping() }] : [];
   const app = buildApp({
@@ -97,6 +106,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     verifier,
     readiness,
     metrics,
+    rateLimiter,
     extraRoutes: [(a) => registerExtractionRoutes(a, services, queue), (a) => registerQueueDashboard(a, queue)],
   });
   let workerStarted = false;
@@ -116,6 +126,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     },
     stopWorker: () => queue.stopWorker(),
     async close() {
+      await rateLimiter?.close();
       await queue.close();
       await providers.embedder.close?.();
       if (!options.database) await database.close();

@@ -5,7 +5,10 @@ export const SCOPES = {
   write: 'memories:write',
   delete: 'memories:delete',
   actAs: 'memories:act_as',
+  /** Administers the token's own tenant (settings, webhooks). */
   admin: 'engram:admin',
+  /** The operators' pages under /admin/, which span tenants: never a tenant's to hold. */
+  operator: 'engram:operator',
 } as const;
 
 export type Scope = (typeof SCOPES)[keyof typeof SCOPES];

@@ -3,7 +3,9 @@ import { ConfigError, loadConfig } from '../config.js';
 import { resolveJwtSecret } from './dev-secret.js';
 import { DEFAULT_DEV_SCOPE, signDevToken } from './sign.js';
 
-const USAGE = 'usage: npm run token -- --tenant T --user U [--scope "memories:read memories:write memories:delete"] [--ttl SECONDS]\n';
+const USAGE =
+  'usage: npm run token -- --tenant T --user U [--scope "memories:read memories:write memories:delete"] [--ttl SECONDS]\n' +
+  '       (an operator token for /admin/queues: --scope engram:operator; never hand one to a tenant)\n';
 
 function readArgs() {
   try {
@@ -35,9 +37,17 @@ function main(): Promise<void> | void {
     process.exit(2);
   }
   const ttlSeconds = Number(values.ttl);
-  if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0) {
-    process.stderr.write('--ttl must be a positive whole number of seconds\n');
+  const maxAge = config.auth.maxTokenAgeSeconds;
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0 || ttlSeconds > maxAge) {
+    process.stderr.write(`--ttl must be a whole number of seconds from 1 to ${maxAge} (AUTH_MAX_TOKEN_AGE_S): the service refuses longer-lived tokens\n`);
     process.exit(2);
+  }
+  // The service refuses such tokens (401): better said here than at the first request.
+  for (const [name, value] of [['--tenant', values.tenant], ['--user', values.user]] as const) {
+    if (value !== undefined && value.trim() !== value) {
+      process.stderr.write(`${name} must not start or end with white space\n`);
+      process.exit(2);
+    }
   }
   return signDevToken({
     secret,

@@ -64,6 +64,7 @@ export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string |
         if (error instanceof joseErrors.JOSEError && error.code === 'ERR_JWKS_INVALID') throw new KeySetUnavailableError();
         throw toAuthenticationError(error);
       }
+      assertLifetime(payload, auth.maxTokenAgeSeconds, auth.clockToleranceSeconds);
       return principalFrom(payload, auth.tenantClaim);
     },
   };
@@ -79,8 +80,28 @@ function toAuthenticationError(error: unknown): AuthenticationError {
   return new AuthenticationError('the token is not valid');
 }
 
+/**
+ * jose checks `exp` against now, but `exp: 1e400` parses to Infinity and never expires, and a
+ * year-long token is a leaked credential for a year: the lifetime is capped (`exp` − `iat`, or
+ * `exp` − now for a token without `iat`; an `iat` in the future would move that start, so it is refused).
+ */
+function assertLifetime(payload: JWTPayload, maxAgeSeconds: number, toleranceSeconds: number): void {
+  const { exp, iat } = payload;
+  if (typeof exp !== 'number' || !Number.isFinite(exp)) throw new AuthenticationError('the token\'s exp claim is not a finite number');
+  const now = Math.floor(Date.now() / 1000);
+  let lifetime: number;
+  if (iat === undefined) {
+    lifetime = exp - now - toleranceSeconds;
+  } else {
+    if (typeof iat !== 'number' || !Number.isFinite(iat) || iat > now + toleranceSeconds) throw new AuthenticationError('the token\'s iat claim is not valid');
+    lifetime = exp - iat;
+  }
+  if (lifetime > maxAgeSeconds) throw new AuthenticationError(`the token lives longer than the ${maxAgeSeconds} s this service accepts`);
+}
+
+/** An identifier as it will be stored: white space around it would make a user no body `user_id` can name. */
 function isSafeIdentifier(value: string): boolean {
-  return value.trim().length > 0 && value.length <= 256 && !value.includes('\u0000') && value.isWellFormed();
+  return value.length > 0 && value.length <= 256 && value.trim() === value && !value.includes('\u0000') && value.isWellFormed();
 }
 
 function principalFrom(payload: JWTPayload, tenantClaim: string): Principal {

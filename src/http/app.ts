@@ -13,6 +13,7 @@ import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { registerDocsRoutes } from './docs.js';
 import { authenticate, limitBody, observeRequests, rateLimitPerTenant, requestDeadline, requestId, scope } from './middleware.js';
 import { openApiDocument } from './openapi.js';
+import { createRateLimiter, type TenantRateLimiter } from './rate-limit.js';
 import { problem } from './problem.js';
 import { withTimeout } from '../shared/timeout.js';
 
@@ -34,6 +35,8 @@ export interface AppDependencies {
   extraRoutes?: Array<(app: Hono<AppEnv>) => void>;
   /** The runtime's metrics, served at /metrics; a private set when omitted. */
   metrics?: Metrics;
+  /** The tenants' rate limiter (cluster-wide with Redis); a per-process one from the config when omitted. */
+  rateLimiter?: TenantRateLimiter | undefined;
 }
 
 const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*'];
@@ -72,11 +75,16 @@ export function buildApp(deps: AppDependencies): Hono<AppEnv> {
   registerDocsRoutes(app);
   app.get('/metrics', async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
 
-  for (const prefix of PROTECTED_PREFIXES) {
-    app.use(prefix, authenticate(deps.verifier));
-    app.use(prefix, rateLimitPerTenant(services.config.http.rateLimitPerMinute));
-  }
-  app.use('/admin/*', scope(SCOPES.admin));
+  // One instance of each for every prefix: a request is verified once and counted once, against
+  // one counter per tenant, whichever protected route it reaches.
+  const authenticated = authenticate(deps.verifier);
+  const limited = rateLimitPerTenant(
+    deps.rateLimiter ??
+      createRateLimiter({ perMinute: services.config.http.rateLimitPerMinute, keyPrefix: services.config.jobs.queuePrefix, logger: services.logger }),
+  );
+  for (const prefix of PROTECTED_PREFIXES) app.use(prefix, authenticated, limited);
+  // The operators' pages span tenants: a tenant's own admin scope never reaches them.
+  app.use('/admin/*', scope(SCOPES.operator));
 
   registerRecallRoutes(app, services);
   registerMemoryRoutes(app, services);

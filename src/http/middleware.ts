@@ -8,6 +8,7 @@ import type { TokenVerifier } from '../auth/verifier.js';
 import { AuthenticationError, KeySetUnavailableError } from '../auth/verifier.js';
 import { DomainError } from '../shared/errors.js';
 import { problem } from './problem.js';
+import type { TenantRateLimiter } from './rate-limit.js';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
 
@@ -73,8 +74,10 @@ export function requestDeadline(ms: number): MiddlewareHandler {
   };
 }
 
+/** Verifies the bearer token once per request, however many protected prefixes the path matches. */
 export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
   return async (c, next) => {
+    if (c.get('principal')) return next();
     const header = c.req.header('authorization');
     const match = header ? /^Bearer\s+([A-Za-z0-9._~+\/=-]+)\s*$/i.exec(header) : null;
     if (!match) {
@@ -93,25 +96,17 @@ export function authenticate(verifier: TokenVerifier): MiddlewareHandler {
   };
 }
 
-/** A fixed one-minute window per tenant, per process: a guard against runaway agents, not billing. */
-export function rateLimitPerTenant(perMinute: number): MiddlewareHandler {
-  const windows = new Map<string, { start: number; count: number }>();
+/**
+ * One count per tenant and request across every protected route (one limiter for the whole app,
+ * counted once however many prefixes match), cluster-wide with Redis: see rate-limit.ts.
+ */
+export function rateLimitPerTenant(limiter: TenantRateLimiter | undefined): MiddlewareHandler {
+  const counted = new WeakSet<Request>();
   return async (c, next) => {
-    if (perMinute <= 0) return next();
-    const tenant = c.get('principal').tenantId;
-    const now = Date.now();
-    const windowStart = now - (now % 60_000);
-    let window = windows.get(tenant);
-    if (!window || window.start !== windowStart) {
-      if (windows.size > 10_000) windows.clear();
-      window = { start: windowStart, count: 0 };
-      windows.set(tenant, window);
-    }
-    window.count += 1;
-    if (window.count > perMinute) {
-      const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + 60_000 - now) / 1000));
-      throw new DomainError('rate_limited', `more than ${perMinute} requests this minute for this tenant`, { retryAfterSeconds });
-    }
+    if (!limiter || counted.has(c.req.raw)) return next();
+    counted.add(c.req.raw);
+    const { allowed, retryAfterSeconds } = await limiter.consume(c.get('principal').tenantId);
+    if (!allowed) throw new DomainError('rate_limited', 'too many requests this minute for this tenant', { retryAfterSeconds });
     return next();
   };
 }

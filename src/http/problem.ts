@@ -46,18 +46,24 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
   return STATUS[code];
 }
 
-/** Renders an RFC 9457 problem; the only place an error becomes an HTTP response. */
-export function problem(c: Context, error: DomainError): Response {
-  const status = STATUS[error.code];
+/** The RFC 9457 body of an error; also for answers written outside Hono (the HTTP parser's). */
+export function problemBody(error: DomainError, requestId: string): ProblemBody {
   const body: ProblemBody = {
     type: `https://engram.dev/problems/${error.code.replaceAll('_', '-')}`,
     title: TITLE[error.code],
-    status,
+    status: STATUS[error.code],
     detail: error.message,
     code: error.code,
-    request_id: c.get('requestId') ?? '',
+    request_id: requestId,
   };
   if (error.details.errors?.length) body.errors = error.details.errors;
+  return body;
+}
+
+/** Renders an RFC 9457 problem; the only place an error becomes an HTTP response. */
+export function problem(c: Context, error: DomainError): Response {
+  const status = STATUS[error.code];
+  const body = problemBody(error, c.get('requestId') ?? '');
   const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
   // RFC 6750 §3.1: no error code when the request carried no credentials at all.
   if (error.code === 'unauthorized') {

@@ -13,8 +13,9 @@ export const DASHBOARD_PATH = '/admin/queues';
 /**
  * GET /admin/queues: bull-board's dashboard over the BullMQ extraction queue, read-only (jobs are
  * driven by their database rows; retrying or removing them from Redis by hand would bypass that).
- * The app's /admin/* middleware has already required a token with `engram:admin`. Without Redis
- * there is no BullMQ queue to show, and the route answers 404.
+ * The app's /admin/* middleware has already required a token with `engram:operator` (the board
+ * shows every tenant's jobs, so a tenant's `engram:admin` is not enough). Without Redis there is
+ * no BullMQ queue to show, and the route answers 404.
  *
  * The board is a Hono app of its own, reached by dispatch rather than mounted, so its internal
  * routes (static files, its JSON API) stay out of the app's documented route table.
@@ -43,9 +44,19 @@ export function registerQueueDashboard(app: Hono<AppEnv>, queue: JobQueue): void
   });
 }
 
-/** The board's answer, with its pages' one remote stylesheet (web fonts) left out: no network needed. */
+/**
+ * The board's answer, with its pages' one remote stylesheet (web fonts) left out: no network
+ * needed. Its own errors (plain-text 404s for unknown paths or assets, JSON ones from its API)
+ * become the service's problem+json, without their text, which may quote Redis or a stack.
+ */
 async function serveBoard(board: Hono, c: Context<AppEnv>): Promise<Response> {
   const response = await board.fetch(c.req.raw);
+  if (response.status >= 400) {
+    await response.body?.cancel();
+    if (response.status === 404) throw new DomainError('not_found', 'no such page or queue in the queue dashboard');
+    if (response.status < 500) throw new DomainError('validation_failed', 'the queue dashboard refused the request');
+    throw new DomainError('unavailable', 'the queue dashboard could not answer; retry later', { retryAfterSeconds: 5 });
+  }
   if (!(response.headers.get('content-type') ?? '').startsWith('text/html')) return response;
   const html = (await response.text()).replace(/<link\b[^>]*\bhref="https?:\/\/[^"]*"[^>]*>/gi, '');
   const headers = new Headers(response.headers);

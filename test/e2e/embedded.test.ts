@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.js';
-import { freePort, runEntry, stop, waitForStatus, type ServiceProcess } from '../support/process.js';
+import { freePort, rawHttp, runEntry, stop, waitForStatus, type ServiceProcess } from '../support/process.js';
 
 /**
  * The zero-setup default as a user meets it: `npm start` with no DATABASE_URL, REDIS_URL or key,
@@ -25,8 +25,8 @@ function start(env: Record<string, string>): ServiceProcess {
   return proc;
 }
 
-async function mintToken(dataDir: string, user = 'alice'): Promise<string> {
-  const cli = runEntry('src/auth/token-cli.ts', { DATA_DIR: dataDir }, ['--tenant', 'demo', '--user', user]);
+async function mintToken(dataDir: string, user = 'alice', scope?: string): Promise<string> {
+  const cli = runEntry('src/auth/token-cli.ts', { DATA_DIR: dataDir }, ['--tenant', 'demo', '--user', user, ...(scope ? ['--scope', scope] : [])]);
   expect(await cli.exited).toBe(0);
   return cli.output().trim();
 }
@@ -79,6 +79,22 @@ describe('npm start with nothing configured', { timeout: 180_000 }, () => {
     expect(added.status).toBe(201);
     const recalled = await api(base, token, 'POST', '/memories/recall', { query: 'bees' });
     expect(recalled.body.memories[0].content).toBe('Alice keeps bees');
+
+    // An operator token from the same CLI reaches /admin/queues (404 here: no Redis); a tenant's is refused.
+    const operator = await mintToken(dataDir, 'ops', 'engram:operator');
+    expect((await api(base, operator, 'GET', '/admin/queues')).status).toBe(404);
+    expect((await api(base, token, 'GET', '/admin/queues')).status).toBe(403);
+
+    // The real entry point serves through serveHttp: requests that never reach the app (refused by
+    // the HTTP parser or the adapter; test/integration/http-server.test.ts has every case) still
+    // get a problem+json answer, not an empty 400, and the connection closes.
+    for (const request of ['GET /memories HTTP/1.1\r\nHost: x\r\nNot a header\r\n\r\n', 'GET /a\\b HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n']) {
+      const answer = await rawHttp(port, request);
+      expect(answer.status, request).toBe(400);
+      expect(answer.headers, request).toContain('content-type: application/problem+json');
+      expect(answer.headers, request).toContain('connection: close');
+      expect(JSON.parse(answer.body), request).toMatchObject({ status: 400, code: 'validation_failed', request_id: expect.any(String) });
+    }
   });
 
   it('keeps data and accepted jobs across a SIGKILL: the job runs after the restart', async () => {

@@ -4,8 +4,9 @@ import { TEST_REDIS_URL } from '../support/env.js';
 import { deleteQueueKeys, uniqueQueuePrefix } from '../support/jobs.js';
 
 /**
- * GET /admin/queues: bull-board over the BullMQ queue, only for tokens with `engram:admin`; with
- * no Redis there is nothing to show (404). The pglite backend never has Redis.
+ * GET /admin/queues: bull-board over the BullMQ queue, which shows every tenant's jobs: only for
+ * tokens with `engram:operator`, never for a tenant's `engram:admin`; with no Redis there is
+ * nothing to show (404). The pglite backend never has Redis.
  */
 
 const tenant = uniqueTenant('admin');
@@ -18,8 +19,10 @@ afterAll(async () => {
 });
 
 const tokens = async () => ({
-  admin: await tokenFor({ tenant, user: 'operator', scope: 'engram:admin' }),
+  admin: await tokenFor({ tenant, user: 'operator', scope: 'engram:operator' }),
   user: await tokenFor({ tenant, user: 'someone' }),
+  /** A tenant's administrator: every tenant scope there is, and still not an operator. */
+  tenantAdmin: await tokenFor({ tenant, user: 'boss', scope: 'memories:read memories:write memories:delete memories:act_as engram:admin' }),
 });
 
 describe.skipIf(TEST_BACKEND === 'pglite')('with REDIS_URL', () => {
@@ -29,15 +32,28 @@ describe.skipIf(TEST_BACKEND === 'pglite')('with REDIS_URL', () => {
     apps.push(app);
   });
 
-  it('answers 401 without a token and 403 without engram:admin, on the page and everything under it', async () => {
-    const { user } = await tokens();
+  it('answers 401 without a token and 403 without engram:operator (a tenant\'s engram:admin included), on the page and everything under it', async () => {
+    const { user, tenantAdmin } = await tokens();
     for (const path of ['/admin/queues', '/admin/queues/api/queues', '/admin/queues/static/favicon-32x32.png']) {
       const anonymous = await app.call('GET', path, { skipOpenApiCheck: path !== '/admin/queues' });
       expect(anonymous.status, path).toBe(401);
       expect(anonymous.headers.get('www-authenticate'), path).toMatch(/^Bearer/);
-      const forbidden = await app.call('GET', path, { token: user, skipOpenApiCheck: path !== '/admin/queues' });
-      expect(forbidden.status, path).toBe(403);
-      expect(forbidden.body.detail, path).toMatch(/engram:admin/);
+      for (const token of [user, tenantAdmin]) {
+        const forbidden = await app.call('GET', path, { token, skipOpenApiCheck: path !== '/admin/queues' });
+        expect(forbidden.status, path).toBe(403);
+        expect(forbidden.body.detail, path).toMatch(/engram:operator/);
+        expect(JSON.stringify(forbidden.body)).not.toContain('extraction');
+      }
+    }
+  });
+
+  it('answers the board\'s own misses (unknown page, asset, API route or queue) with problem+json 404s', async () => {
+    const { admin } = await tokens();
+    for (const path of ['/admin/queues/static/no-such-file.js', '/admin/queues/api/no-such-route', '/admin/queues/api/queues/no-such-queue/some-job']) {
+      const res = await app.call('GET', path, { token: admin, skipOpenApiCheck: true });
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get('content-type'), path).toBe('application/problem+json');
+      expect(res.body, path).toMatchObject({ status: 404, code: 'not_found', request_id: res.headers.get('x-request-id') });
     }
   });
 
@@ -88,13 +104,14 @@ describe('without REDIS_URL', () => {
     apps.push(app);
   });
 
-  it('answers 404 problem+json to an admin, and still 401/403 to others', async () => {
-    const { admin, user } = await tokens();
+  it('answers 404 problem+json to an operator, and still 401/403 to others', async () => {
+    const { admin, user, tenantAdmin } = await tokens();
     const missing = await app.call('GET', '/admin/queues', { token: admin });
     expect(missing.status).toBe(404);
     expect(missing.headers.get('content-type')).toBe('application/problem+json');
     expect(missing.body.detail).toMatch(/REDIS_URL/);
     expect((await app.call('GET', '/admin/queues')).status).toBe(401);
     expect((await app.call('GET', '/admin/queues', { token: user })).status).toBe(403);
+    expect((await app.call('GET', '/admin/queues', { token: tenantAdmin })).status).toBe(403);
   });
 });

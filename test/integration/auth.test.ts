@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
@@ -35,6 +36,9 @@ interface Build {
   tenantClaim?: string | null;
   exp?: number;
   nbf?: number;
+  /** `null`: no iat claim. */
+  iat?: number | null;
+  sub?: string;
 }
 
 /** A token like the good one except for what `b` changes. */
@@ -44,9 +48,9 @@ function build(b: Build = {}): Promise<string> {
   const alg = b.alg ?? 'HS256';
   const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg, typ: 'JWT', ...(b.kid ? { kid: b.kid } : {}) })
-    .setSubject('alice')
-    .setIssuedAt()
+    .setSubject(b.sub ?? 'alice')
     .setExpirationTime(b.exp ?? nowSeconds() + 600);
+  if (b.iat !== null) jwt.setIssuedAt(b.iat);
   if (b.issuer !== null) jwt.setIssuer(b.issuer ?? ISSUER);
   if (b.audience !== null) jwt.setAudience(b.audience ?? AUDIENCE);
   if (b.nbf !== undefined) jwt.setNotBefore(b.nbf);
@@ -54,6 +58,12 @@ function build(b: Build = {}): Promise<string> {
 }
 
 const b64url = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+
+/** An HS256 token over a payload given as raw JSON text, for numbers JSON.stringify cannot write (1e400). */
+function signRawPayload(payloadJson: string): string {
+  const signingInput = `${b64url({ alg: 'HS256', typ: 'JWT' })}.${b64url(payloadJson)}`;
+  return `${signingInput}.${createHmac('sha256', TEST_JWT_SECRET).update(signingInput).digest('base64url')}`;
+}
 
 function expectUnauthorized(res: CallResult, requestId?: string): void {
   expect(res.status).toBe(401);
@@ -198,6 +208,53 @@ describe('401 with WWW-Authenticate: Bearer and a problem body', () => {
     expectUnauthorized(await list(`Bearer ${await build({ tenantClaim: null, claims: { tenant_id: 42 } })}`));
     expectUnauthorized(await list(`Bearer ${await build({ tenantClaim: '' })}`));
     expectUnauthorized(await list(`Bearer ${await build({ tenantClaim: null, claims: { tenant: tenant } })}`));
+  });
+});
+
+describe('401 for what the contract adds: non-finite exp, too long a lifetime, padded identities', () => {
+  const claimsJson = (exp: string, extra = '') =>
+    `{"tenant_id":"${tenant}","sub":"alice","iss":"${ISSUER}","aud":"${AUDIENCE}","scope":"memories:read","exp":${exp}${extra}}`;
+
+  it('an exp of 1e400 (Infinity once parsed) never expires, so it is refused', async () => {
+    // The same token with an ordinary exp is accepted: the refusal is about the number.
+    expect((await list(`Bearer ${signRawPayload(claimsJson(String(nowSeconds() + 600)))}`)).status).toBe(200);
+    expectUnauthorized(await list(`Bearer ${signRawPayload(claimsJson('1e400'))}`));
+    expectUnauthorized(await list(`Bearer ${signRawPayload(claimsJson('1e400', `,"iat":${nowSeconds()}`))}`));
+  });
+
+  it('a lifetime over AUTH_MAX_TOKEN_AGE_S (default 86400): exp − iat, or exp − now without iat', async () => {
+    const now = nowSeconds();
+    expect((await list(`Bearer ${await build({ iat: now, exp: now + 86_400 })}`)).status).toBe(200);
+    expectUnauthorized(await list(`Bearer ${await build({ iat: now, exp: now + 86_401 })}`));
+    // Issued a while ago with a long life, still inside exp: the lifetime counts, not what is left.
+    expectUnauthorized(await list(`Bearer ${await build({ iat: now - 3600, exp: now + 86_000 })}`));
+    expect((await list(`Bearer ${await build({ iat: null, exp: now + 3600 })}`)).status).toBe(200);
+    expectUnauthorized(await list(`Bearer ${await build({ iat: null, exp: now + 10 * 365 * 86_400 })}`));
+    expectUnauthorized(await list(`Bearer ${await build({ alg: 'RS256', key: rsaPrivate, kid: KID, iat: null, exp: now + 2 * 86_400 })}`));
+  });
+
+  it('an iat in the future (it would move the start of the lifetime) is refused', async () => {
+    const now = nowSeconds();
+    expectUnauthorized(await list(`Bearer ${await build({ iat: now + 365 * 86_400, exp: now + 365 * 86_400 + 600 })}`));
+  });
+
+  it('the cap follows AUTH_MAX_TOKEN_AGE_S', async () => {
+    const strict = await startTestApp({ AUTH_MAX_TOKEN_AGE_S: '600' });
+    try {
+      const now = nowSeconds();
+      expect((await strict.call('GET', '/memories', { token: await build({ iat: now, exp: now + 600 }) })).status).toBe(200);
+      expectUnauthorized(await strict.call('GET', '/memories', { token: await build({ iat: now, exp: now + 3600 }) }));
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it.each([[' alice'], ['alice '], ['alice\t'], ['\u00a0alice'], ['alice\n'], ['\ufeffalice']])('a sub with white space around it (%j)', async (sub) => {
+    expectUnauthorized(await list(`Bearer ${await build({ sub })}`));
+  });
+
+  it.each([[' acme'], ['acme '], ['acme\n'], ['\u3000acme']])('a tenant with white space around it (%j)', async (padded) => {
+    expectUnauthorized(await list(`Bearer ${await build({ tenantClaim: padded })}`));
   });
 });
 

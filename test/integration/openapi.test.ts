@@ -163,7 +163,7 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
         continue;
       }
       const scope = op['x-required-scope'];
-      expect(scope, `${where} x-required-scope`).toMatch(/^(memories:(read|write|delete)|engram:admin)$/);
+      expect(scope, `${where} x-required-scope`).toMatch(/^(memories:(read|write|delete)|engram:(admin|operator))$/);
       expect(op.security, `${where} security`).toEqual([{ bearerAuth: [scope] }]);
       expect(op.description, `${where} description names its scope`).toContain(`**Required scope:** \`${scope}\``);
       for (const status of ['401', '403', '429', '503']) expect(responses[status], `${where} documents ${status}`).toBeDefined();
@@ -294,8 +294,8 @@ describe('each served route answers what openapi.yaml documents', () => {
     expect((await call('GET', '/docs/assets/init.js')).status).toBe(200);
     expect((await call('GET', '/metrics')).status).toBe(200);
     // This app has no REDIS_URL, so no BullMQ queue to show: a documented 404 for an operator.
-    const admin = await tokenFor({ tenant, user: 'operator', scope: 'engram:admin' });
-    expect((await call('GET', '/admin/queues', { token: admin })).status).toBe(404);
+    const operator = await tokenFor({ tenant, user: 'operator', scope: 'engram:operator' });
+    expect((await call('GET', '/admin/queues', { token: operator })).status).toBe(404);
 
     const added = await call('POST', '/memories', {
       token,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { PACKAGE_ROOT } from '../../src/db/paths.js';
 
 /** A port nothing listens on right now. */
@@ -53,4 +53,18 @@ export async function waitForStatus(url: string, status: number, proc: ServicePr
 export async function stop(proc: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
   if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
   return proc.exited;
+}
+
+/** Sends bytes as a client wrote them (however malformed); resolves with the answer once the server closes. */
+export function rawHttp(port: number, request: string): Promise<{ status: number; headers: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString()));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head.toLowerCase(), body });
+    });
+  });
 }

@@ -134,6 +134,31 @@ describe('docker-compose.yml', () => {
     expect(services.migrate!.healthcheck?.disable).toBe(true);
   });
 
+  it('logs the API and the worker in as engram_app only, and runs migrations as the tables\' owner, neither a superuser', () => {
+    const user = (service: Service) => new URL(environmentOf(service).DATABASE_URL!).username;
+    expect({ api: user(services.api!), worker: user(services.worker!), migrate: user(services.migrate!) }).toEqual({
+      api: 'engram_app',
+      worker: 'engram_app',
+      migrate: 'engram_owner',
+    });
+    // The image's bootstrap superuser is no Engram service's login.
+    const superuser = environmentOf(services.postgres!).POSTGRES_USER;
+    expect(Object.values({ api: user(services.api!), worker: user(services.worker!), migrate: user(services.migrate!) })).not.toContain(superuser);
+
+    // The init script the postgres service runs creates both roles, neither a superuser nor BYPASSRLS.
+    const mount = services.postgres!.volumes!.find((v) => v.includes('/docker-entrypoint-initdb.d/'));
+    expect(mount).toBeDefined();
+    const script = readFileSync(path.join(PACKAGE_ROOT, mount!.split(':')[0]!), 'utf8');
+    for (const role of ['engram_owner', 'engram_app']) {
+      const create = new RegExp(`CREATE ROLE ${role} ([^;]*);`).exec(script)?.[1] ?? '';
+      expect(create, role).toMatch(/\bLOGIN\b/);
+      expect(create, role).toMatch(/\bNOSUPERUSER\b/);
+      expect(create, role).toMatch(/\bNOBYPASSRLS\b/);
+    }
+    expect(script).toMatch(/ALTER DATABASE :"db" OWNER TO engram_owner/);
+    expect(script).toMatch(/GRANT engram_app TO engram_owner/);
+  });
+
   it('keeps PostgreSQL (pgvector) and Redis (append-only) on volumes, with health checks', () => {
     expect(services.postgres!.image).toMatch(/^pgvector\/pgvector:pg1[5-9]$/);
     expect(services.postgres!.volumes?.some((v) => v.endsWith(':/var/lib/postgresql/data'))).toBe(true);
