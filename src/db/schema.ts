@@ -73,6 +73,9 @@ export const memories = pgTable(
       .on(t.tenantId, t.userId, t.createdAt.desc(), t.id)
       .where(sql`valid_to is null`),
     index('memories_user_idx').on(t.tenantId, t.userId),
+    // Recall scans at most the newest N of a user's memories in scope: walked in this order, it
+    // stops after N instead of reading every row (not partial: `as_of` reads superseded rows too).
+    index('memories_user_occurred_idx').on(t.tenantId, t.userId, t.occurredAt.desc(), t.id.desc()),
     // One current row per normalised fact and user: races between jobs cannot duplicate a fact.
     uniqueIndex('memories_current_content_uq')
       .on(t.tenantId, t.userId, t.contentHash)

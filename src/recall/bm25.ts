@@ -52,6 +52,10 @@ export interface Bm25Collection {
 /**
  * Every given document's BM25 for a query given as terms, each a set of lexemes. Documents that
  * share no term with the query may be left out: they score 0 and do not change any df.
+ *
+ * Linear in the documents' lexemes, not terms × documents: each document's lexemes are looked up
+ * once (a query of hundreds of terms over thousands of memories held the event loop for seconds).
+ * A document's terms are summed in the terms' order, so the scores are those of a loop over terms.
  */
 export function bm25Scores(
   terms: ReadonlyArray<readonly string[]>,
@@ -61,17 +65,31 @@ export function bm25Scores(
   b = BM25_B,
 ): Map<string, number> {
   const averageLength = Math.max(1, collection.averageLength);
-  const scores = new Map<string, number>(documents.map((d) => [d.id, 0]));
-  for (const term of terms) {
-    const tfs = documents.map((d) => term.reduce((sum, lexeme) => sum + (d.lexemes.get(lexeme) ?? 0), 0));
-    const df = tfs.reduce((n, tf) => (tf > 0 ? n + 1 : n), 0);
-    if (df === 0) continue;
-    const idf = bm25Idf(Math.max(collection.documents, df), df);
-    documents.forEach((d, i) => {
-      const tf = tfs[i]!;
-      if (tf > 0) scores.set(d.id, scores.get(d.id)! + idf * bm25TermFrequency(tf, d.length, averageLength, k1, b));
-    });
-  }
+  const termsOf = new Map<string, number[]>();
+  terms.forEach((term, index) => {
+    for (const lexeme of new Set(term)) termsOf.set(lexeme, [...(termsOf.get(lexeme) ?? []), index]);
+  });
+  const df = new Array<number>(terms.length).fill(0);
+  // Per document, its terms' frequencies: a term index → tf map, filled in one pass over its lexemes.
+  const tfsOf = documents.map((d) => {
+    const tfs = new Map<number, number>();
+    for (const [lexeme, occurrences] of d.lexemes) {
+      for (const index of termsOf.get(lexeme) ?? []) tfs.set(index, (tfs.get(index) ?? 0) + occurrences);
+    }
+    for (const [index, tf] of tfs) if (tf > 0) df[index]!++;
+    return tfs;
+  });
+  const idf = df.map((n) => (n === 0 ? 0 : bm25Idf(Math.max(collection.documents, n), n)));
+  const scores = new Map<string, number>();
+  documents.forEach((d, i) => {
+    const tfs = tfsOf[i]!;
+    let score = 0;
+    for (const index of [...tfs.keys()].sort((x, y) => x - y)) {
+      const tf = tfs.get(index)!;
+      if (tf > 0) score += idf[index]! * bm25TermFrequency(tf, d.length, averageLength, k1, b);
+    }
+    scores.set(d.id, score);
+  });
   return scores;
 }
 

@@ -18,6 +18,10 @@ export interface SignalsQuery {
   now: Date;
   /** The vector arm's size: this many memories nearest the query come back whatever their words. */
   poolSize: number;
+  /** At most this many of the query's distinct lexemes rank (the first by position in the query). */
+  maxTerms: number;
+  /** At most this many memories in scope are scanned: the newest by `occurred_at`, then id. */
+  scanLimit: number;
   agentId?: string | undefined;
   runId?: string | undefined;
   categories?: string[] | undefined;
@@ -39,8 +43,10 @@ export interface SignalRow {
 export interface RecallSignals {
   /** The query's lexemes, and those of its irregular words' forms with their group. */
   lexemes: QueryLexeme[];
-  /** How many memories are in scope, and their mean length: BM25's N and avgdl. */
+  /** How many memories were scanned, and their mean length: BM25's N and avgdl. */
   documents: number;
+  /** Whether the scope held more memories than the scan limit (the oldest were then not scanned). */
+  capped: boolean;
   averageLength: number;
   /** Every memory in scope that shares a lexeme with the query, and the vector arm's top N. */
   rows: SignalRow[];
@@ -57,6 +63,7 @@ export interface RawSignals {
   /** JSON: [[lexeme, group or null], ...]. */
   lexemes: string | null;
   documents: number | string;
+  capped: boolean | string;
   average_length: number | string | null;
   memories: string | null;
 }
@@ -69,12 +76,19 @@ export interface RawSignals {
  * unnesting). It returns the memories that share a lexeme with the query (the full-text arm, an
  * OR of the lexemes: websearch_to_tsquery's AND finds almost nothing for a question) and the
  * vector arm's exact top N (no ANN index: see DESIGN.md, "Recall"), with N and avgdl of the scope.
- * BM25 itself is computed from these in bm25.ts. The scope is MATERIALIZED so the planner scans
- * the user's rows through the (tenant, user) btree instead of walking a global index.
+ * BM25 itself is computed from these in bm25.ts.
+ *
+ * The work is bounded whatever the request: the query keeps its first `maxTerms` distinct lexemes
+ * (and the irregular forms of those only), and only the newest `scanLimit` memories in scope are
+ * scanned. They are picked by a narrow sort of row addresses (the scope's filters, no distances),
+ * then read again by address: the costly per-row work (cosine, tsvector cut, the lines) is done
+ * for at most `scanLimit` rows. `capped` says whether older ones were left out.
  */
 export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
   const vector = `[${q.embedding.join(',')}]`;
-  const conditions: SQL[] = [sql`m.tenant_id = ${q.tenantId}`, sql`m.user_id = ${q.userId}`, sql`vector_dims(m.embedding) = ${q.embedding.length}`];
+  // No vector_dims() here: the planner guesses 0.5 % of rows for it and then sorts the whole scope
+  // instead of walking the (tenant, user, occurred_at) index and stopping; the scope checks it.
+  const conditions: SQL[] = [sql`m.tenant_id = ${q.tenantId}`, sql`m.user_id = ${q.userId}`];
   // Raw SQL takes times as ISO text: drizzle's postgres.js driver does not serialise Date parameters.
   if (q.asOf) {
     const asOf = q.asOf.toISOString();
@@ -93,23 +107,37 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
   const [raw] = await query<RawSignals>(
     tx,
     sql`
-      with lexemes as materialized (
-        select u.lexeme, null::int as grp from unnest(to_tsvector('english', ${q.text})) u
-        union all
+      with words as materialized (
+        select u.lexeme, u.positions[1] as pos, u.n
+        from unnest(to_tsvector('english', ${q.text})) with ordinality as u(lexeme, positions, weights, n)
+      ),
+      kept as materialized (select lexeme, n from words order by pos, n limit ${q.maxTerms}),
+      forms as materialized (
         select u.lexeme, f.grp
         from jsonb_to_recordset(${forms}::jsonb) as f(form text, grp int)
         cross join lateral unnest(to_tsvector('english', f.form)) u
       ),
+      lexemes as materialized (
+        (select lexeme, null::int as grp from kept order by n)
+        union all
+        select lexeme, grp from forms
+        where (select count(*) from words) <= ${q.maxTerms} or grp in (select grp from forms where lexeme in (select lexeme from kept))
+      ),
       query as materialized (select array_agg(distinct lexeme) as lexemes from lexemes),
+      picked as materialized (
+        select array(select m.ctid from memories m where ${where} order by m.occurred_at desc nulls last, m.id desc nulls last limit ${q.scanLimit + 1}) as rows
+      ),
       scope as materialized (
         select m.id, m.importance, m.occurred_at, m.embedding <=> ${vector}::vector as distance,
                length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', q.lexemes), '{a}') as hit
         from memories m
         cross join query q
-        where ${where}
+        where m.ctid = any((select p.rows[1:${q.scanLimit}] from picked p)::tid[]) and m.tenant_id = ${q.tenantId}
+          and vector_dims(m.embedding) = ${q.embedding.length}
       )
       select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
              (select count(*) from scope) as documents,
+             (select cardinality(rows) > ${q.scanLimit} from picked) as capped,
              (select avg(dl)::float8 from scope) as average_length,
              (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n')
               from scope s
@@ -121,10 +149,11 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
 
 /** The statement's row as recall's signals (pure, so it can be measured and tested alone). */
 export function parseRecallSignals(raw: RawSignals | undefined): RecallSignals {
-  const signals: RecallSignals = { lexemes: [], documents: 0, averageLength: 0, rows: [] };
+  const signals: RecallSignals = { lexemes: [], documents: 0, capped: false, averageLength: 0, rows: [] };
   if (!raw) return signals;
   for (const [lexeme, group] of JSON.parse(raw.lexemes ?? '[]') as Array<[string, number | null]>) signals.lexemes.push({ lexeme, group });
   signals.documents = Number(raw.documents);
+  signals.capped = raw.capped === true || raw.capped === 't' || raw.capped === 'true';
   signals.averageLength = raw.average_length === null ? 0 : Number(raw.average_length);
   const text = raw.memories ?? '';
   // Each line: `id dl distance importance occurred_ms hit`, read with indexes (no split arrays).

@@ -20,6 +20,7 @@ import {
   type RankableCandidate,
   type Ranked,
 } from './scoring.js';
+import { KeyedLimiter } from './limiter.js';
 import { queryWordForms } from './word-forms.js';
 
 export interface RecalledMemory extends MemoryDto {
@@ -39,6 +40,27 @@ export interface RecalledMemory extends MemoryDto {
  */
 export const CANDIDATES_PER_ARM = MAX_RECALL_LIMIT;
 
+/**
+ * The most distinct lexemes of a query that rank (the first in the query; the rest are ignored).
+ * LoCoMo's questions have at most 15 (median 5), so none of them is cut; a paragraph-long query
+ * keeps its first ~60 words. Each term costs a lookup per memory scanned, in PostgreSQL and here.
+ */
+export const RECALL_MAX_TERMS = 32;
+
+/**
+ * The most memories one recall scans: the newest in scope by `occurred_at`. A user with more has
+ * the older ones left out of this request's ranking (and of BM25's statistics). Chosen with
+ * `npm run bench -- hostile`; see the README's "Recall".
+ */
+export const RECALL_SCAN_LIMIT = 2000;
+
+/**
+ * Recalls of one tenant in the database at once, per process (the rest wait in line): with the
+ * work of each bounded, this keeps one tenant from holding the whole pool and every core.
+ */
+export const RECALL_CONCURRENCY_PER_TENANT = 2;
+const tenantLimiter = new KeyedLimiter(RECALL_CONCURRENCY_PER_TENANT);
+
 export interface Candidate extends ArmSignals {
   importance: number;
   occurredAt: Date;
@@ -54,8 +76,10 @@ export interface CandidatePool {
  * The hybrid candidate pool of one request, each with both arms' signals: the database's signals
  * (repository.ts), BM25 over them (bm25.ts), then the vector arm's and the text arm's top N merged.
  */
-export async function collectCandidates(tx: Db, q: SignalsQuery): Promise<CandidatePool> {
-  return candidatesFromSignals(await findRecallSignals(tx, q), q.poolSize);
+export async function collectCandidates(tx: Db, q: SignalsQuery, observe?: (signals: RecallSignals) => void): Promise<CandidatePool> {
+  const signals = await findRecallSignals(tx, q);
+  observe?.(signals);
+  return candidatesFromSignals(signals, q.poolSize);
 }
 
 /** The pure part of collectCandidates: BM25 over the signals, then the two arms merged. */
@@ -102,7 +126,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const [embedding] = await ctx.services.embedder.embed([body.query]);
   const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
   const minRelevance = body.min_relevance ?? ctx.services.config.recall.minRelevance;
-  const { candidates, ranked } = await withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
+  const { candidates, ranked } = await tenantLimiter.run(ctx.principal.tenantId, () => withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
     const pool = await collectCandidates(tx, {
       tenantId: ctx.principal.tenantId,
       userId,
@@ -112,10 +136,15 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       asOf,
       now,
       poolSize: CANDIDATES_PER_ARM,
+      maxTerms: RECALL_MAX_TERMS,
+      scanLimit: RECALL_SCAN_LIMIT,
       agentId: body.filters?.agent_id,
       runId: body.filters?.run_id,
       categories: body.filters?.categories,
       metadata: body.filters?.metadata,
+    }, (signals) => {
+      // Operators see when a user has outgrown the scan: older memories were not ranked.
+      if (signals.capped) ctx.services.logger.info({ scanned: signals.documents, scanLimit: RECALL_SCAN_LIMIT }, 'recall scanned only the newest memories in scope');
     });
     const textWeight = TEXT_RELEVANCE_WEIGHTS[ctx.services.embedder.kind];
     const scored = rankRecallCandidates(pool, { weights, halfLifeHours, now, minScore: body.min_score, minRelevance, limit: body.limit }, textWeight);
@@ -126,7 +155,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       return memory ? [{ ...toMemoryDto(memory), score: c.score, scores: c.scores }] : [];
     });
     return { candidates: pool.candidates, ranked };
-  }, { readOnly: true });
+  }, { readOnly: true }));
   ctx.services.metrics?.observeRecall(performance.now() - started, candidates.length);
   return { memories: ranked };
 }

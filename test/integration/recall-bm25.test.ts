@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../../src/db/tenant.js';
 import { bm25Scores, type Bm25Document } from '../../src/recall/bm25.js';
 import { findRecallSignals } from '../../src/recall/repository.js';
-import { collectCandidates, type Candidate } from '../../src/recall/service.js';
+import { RECALL_MAX_TERMS, RECALL_SCAN_LIMIT, collectCandidates, type Candidate } from '../../src/recall/service.js';
 import { queryWordForms } from '../../src/recall/word-forms.js';
 import { startTestApp, tokenFor, uniqueTenant, type TestApp } from '../support/harness.js';
 
@@ -52,6 +52,8 @@ const queryOf = (text: string, categories?: string[]) => ({
   asOf: undefined,
   now: new Date(),
   poolSize: 100,
+  maxTerms: RECALL_MAX_TERMS,
+  scanLimit: RECALL_SCAN_LIMIT,
   categories,
 });
 

@@ -1,0 +1,1 @@
+CREATE INDEX IF NOT EXISTS "memories_user_occurred_idx" ON "memories" USING btree ("tenant_id","user_id","occurred_at" DESC NULLS LAST,"id" DESC NULLS LAST);
