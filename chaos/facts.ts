@@ -1,5 +1,6 @@
 import { LexicalEmbedder } from '../src/llm/lexical-embedder.js';
 import { normaliseFactText } from '../src/extraction/normalise.js';
+import { aboutTheUser } from '../src/extraction/third-person.js';
 
 /**
  * The facts a scenario sends: each job carries one user sentence that the offline extractor keeps
@@ -92,6 +93,11 @@ export function nearDuplicateJobs(pairs: number, users: number, prefix: string, 
 }
 
 export const normalise = normaliseFactText;
+
+/** The memory a job must leave behind: the offline extractor writes the user's sentence about the user. */
+export function storedFact(job: PlannedJob): string {
+  return normalise(aboutTheUser(job.fact));
+}
 
 /**
  * Checks the plan against the embedder the service runs offline, before anything is sent: facts

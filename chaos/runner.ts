@@ -3,7 +3,7 @@ import { signDevToken } from '../src/auth/sign.js';
 import { freePort, sleep, RedisServer, type PgCluster } from './cluster.js';
 import { ExtractClient, type JobOutcome } from './client.js';
 import { httpRequest } from './http.js';
-import { checkPlan, nearDuplicateJobs, normalise, seededRandom, uniqueFactJobs, type PlannedJob } from './facts.js';
+import { checkPlan, nearDuplicateJobs, normalise, seededRandom, storedFact, uniqueFactJobs, type PlannedJob } from './facts.js';
 import type { FaultContext, FaultWindow, Scenario } from './scenarios.js';
 import { ServiceProcess } from './services.js';
 
@@ -299,7 +299,7 @@ async function tally(input: TallyInput): Promise<ScenarioResult> {
     const key = `${m.user_id}\u0000${normalise(m.content)}`;
     current.set(key, (current.get(key) ?? 0) + 1);
   }
-  const keyOf = (job: PlannedJob) => `${job.userId}\u0000${normalise(job.fact)}`;
+  const keyOf = (job: PlannedJob) => `${job.userId}\u0000${storedFact(job)}`;
   const planned = new Set(plan.map(keyOf));
   let missing = 0;
   let duplicated = 0;
