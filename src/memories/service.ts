@@ -11,8 +11,11 @@ import { toMemoryDto, type AddMemoriesBody, type MemoryFields, type ListMemories
 
 const DEFAULT_IMPORTANCE = 5;
 
+/** How history names a user who acted (erasure pseudonymises exactly this). */
+export const userActor = (subject: string): string => `user:${subject}`;
+
 export function actorOf(ctx: RequestContext): string {
-  return ctx.principal.subject ? `user:${ctx.principal.subject}` : 'service';
+  return ctx.principal.subject ? userActor(ctx.principal.subject) : 'service';
 }
 
 /** Direct add: stored as given (no LLM), one ADD event each, answered in input order (see storeAsGiven). */
