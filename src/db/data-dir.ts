@@ -1,4 +1,4 @@
-import { chmodSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -21,7 +21,7 @@ export class UnsafeDataDirError extends Error {
  */
 export function ensureDataDir(dir: string): string {
   const resolved = path.resolve(dir);
-  mkdirSync(resolved, { recursive: true, mode: 0o700 });
+  if (!existsSync(resolved)) mkdirSync(resolved, { recursive: true, mode: 0o700 });
   const stat = statSync(resolved);
   if (!stat.isDirectory()) throw new UnsafeDataDirError(`DATA_DIR ${resolved} is not a directory`);
   if (!POSIX) return resolved;
