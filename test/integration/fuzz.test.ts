@@ -141,6 +141,7 @@ function bodiesOf(regime: 'valid' | 'loose') {
       filters: shape({ agent_id: text, run_id: text, categories: fc.array(category, { minLength: 1, maxLength: 3 }), metadata }),
       as_of: date,
       min_score: unitInterval,
+      min_relevance: unitInterval,
     }),
     delete: shape({ user_id: field(fc.constantFrom('other', 'nobody'), nastyString), memory_ids: fc.array(field(fc.uuid(), uuidLike), { minLength: 1, maxLength: 3 }) }),
     patch: shape({ content: text, importance, category, metadata }),
