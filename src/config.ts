@@ -38,6 +38,11 @@ const envSchema = z.object({
     .string()
     .refine((value) => Buffer.byteLength(value, 'utf8') >= 32, 'must be at least 32 bytes')
     .optional(),
+  /** Keys list cursors and erasure receipts (HKDF per purpose); see resolveServerSecret. */
+  SERVER_SECRET: z
+    .string()
+    .refine((value) => Buffer.byteLength(value, 'utf8') >= 32, 'must be at least 32 bytes')
+    .optional(),
   AUTH_JWKS_URL: optionalUrl(['https:', 'http:']),
   AUTH_ISSUER: z.string().min(1).default('memory-layer'),
   AUTH_AUDIENCE: z.string().min(1).default('memory-api'),
@@ -94,6 +99,8 @@ export interface Config {
   /** Where `npm run worker` serves /healthz and /metrics; undefined: no HTTP in the worker. */
   workerMetricsPort: number | undefined;
   migrateOnStart: boolean;
+  /** The configured server secret; unset, it is AUTH_JWT_SECRET's, or generated into DATA_DIR when embedded. */
+  serverSecret: string | undefined;
   auth: {
     jwtSecret: string | undefined;
     jwksUrl: string | undefined;
@@ -200,6 +207,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       'is required (or AUTH_JWKS_URL) when DATABASE_URL is set: a production configuration never generates a secret',
     );
   }
+  if (e.DATABASE_URL && !e.SERVER_SECRET && !e.AUTH_JWT_SECRET) {
+    throw new ConfigError(
+      'SERVER_SECRET',
+      'is required when DATABASE_URL is set without AUTH_JWT_SECRET: it keys list cursors and erasure receipts (at least 32 bytes)',
+    );
+  }
   if (e.WORKER === 'off' && !e.REDIS_URL) {
     // Without Redis the queue lives in the database and is drained in-process; a separate
     // worker process would never see a job, so WORKER=off would silently stall extraction.
@@ -221,6 +234,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     worker: e.WORKER,
     workerMetricsPort: e.WORKER_METRICS_PORT,
     migrateOnStart: e.MIGRATE_ON_START,
+    serverSecret: e.SERVER_SECRET,
     auth: {
       jwtSecret: e.AUTH_JWT_SECRET,
       jwksUrl: e.AUTH_JWKS_URL,

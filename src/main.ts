@@ -3,6 +3,10 @@ import { startupBanner } from './banner.js';
 import { createRuntime } from './runtime.js';
 import { serveHttp } from './http/serve.js';
 
+// Whatever this process creates (the embedded database under DATA_DIR above all) is the owner's
+// alone: files 0600, folders 0700.
+process.umask(0o077);
+
 /** Under the 10 s that Docker and Kubernetes wait between SIGTERM and SIGKILL. */
 const SHUTDOWN_DEADLINE_MS = 9_000;
 

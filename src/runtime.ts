@@ -1,6 +1,7 @@
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import { resolveJwtSecret } from './auth/dev-secret.js';
+import { resolveJwtSecret, resolveServerSecret } from './auth/dev-secret.js';
+import { deriveServerKeys } from './auth/server-keys.js';
 import { createTokenVerifier } from './auth/verifier.js';
 import type { Database } from './db/client.js';
 import { settleDatabaseEmbedder } from './db/embedder-record.js';
@@ -79,6 +80,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     embedder: providers.embedder,
     clock: options.clock ?? (() => new Date()),
     logger,
+    keys: deriveServerKeys(resolveServerSecret(config, secret)),
     onUserErased: (tenantId, jobIds) => queue.remove(jobIds.map((jobId) => ({ kind: EXTRACTION_KIND, tenantId, jobId }))),
     metrics,
   };

@@ -1,9 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { ensureDataDir } from '../db/data-dir.js';
 
-const FILE_NAME = 'dev-jwt-secret';
+const JWT_SECRET_FILE = 'dev-jwt-secret';
+const SERVER_SECRET_FILE = 'server-secret';
+
+/** A secret generated once into DATA_DIR (mode 0600, in a 0700 folder) and read back after. */
+function generatedSecret(dataDir: string, name: string): { secret: string; file: string } {
+  const file = path.join(ensureDataDir(dataDir), name);
+  if (!existsSync(file)) writeFileSync(file, randomBytes(48).toString('base64url'), { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return { secret: readFileSync(file, 'utf8').trim(), file };
+}
 
 /**
  * The HS256 secret in force: the configured one, or in embedded mode (no DATABASE_URL) a secret
@@ -12,11 +22,18 @@ const FILE_NAME = 'dev-jwt-secret';
  */
 export function resolveJwtSecret(config: Config): { secret: string | undefined; generatedAt?: string } {
   if (config.auth.jwtSecret || config.auth.jwksUrl || config.databaseUrl) return { secret: config.auth.jwtSecret };
-  const file = path.resolve(config.dataDir, FILE_NAME);
-  if (!existsSync(file)) {
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, randomBytes(48).toString('base64url'), { mode: 0o600, flag: 'wx' });
-  }
-  chmodSync(file, 0o600);
-  return { secret: readFileSync(file, 'utf8').trim(), generatedAt: file };
+  const { secret, file } = generatedSecret(config.dataDir, JWT_SECRET_FILE);
+  return { secret, generatedAt: file };
+}
+
+/**
+ * The secret the server keys derive from: SERVER_SECRET; else the HS256 secret in force (so an
+ * existing deployment starts as before); else, embedded with only a JWKS, one generated into
+ * DATA_DIR. config.ts refuses DATABASE_URL with neither SERVER_SECRET nor AUTH_JWT_SECRET.
+ */
+export function resolveServerSecret(config: Config, jwtSecret: string | undefined): string {
+  if (config.serverSecret) return config.serverSecret;
+  if (jwtSecret) return jwtSecret;
+  if (config.databaseUrl) throw new Error('SERVER_SECRET is required when DATABASE_URL is set without AUTH_JWT_SECRET');
+  return generatedSecret(config.dataDir, SERVER_SECRET_FILE).secret;
 }

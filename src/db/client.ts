@@ -126,3 +126,11 @@ export function sqlState(error: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * SQLSTATE class 22, data exception: a value the database cannot take (out of range, malformed,
+ * not in the encoding). Only a request's values reach a statement, so it is the client's fault.
+ */
+export function isDataException(error: unknown): boolean {
+  return sqlState(error)?.startsWith('22') ?? false;
+}

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
@@ -6,6 +5,7 @@ import { drizzle } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import * as schema from './schema.js';
 import { setConfigStatement, type Database, type Db } from './client.js';
+import { ensureDataDir, tightenDataDir } from './data-dir.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PgliteOptions {
@@ -27,15 +27,15 @@ export interface PgliteDatabase extends Database {
 
 export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
   let dataDir: string | undefined;
-  if (options.dataDir) {
-    dataDir = path.resolve(options.dataDir, 'pg');
-    mkdirSync(dataDir, { recursive: true });
-  }
+  if (options.dataDir) dataDir = path.join(ensureDataDir(options.dataDir), 'pg');
   const client = await PGlite.create({
     ...(dataDir ? { dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
     extensions: { vector },
   });
+  // PGlite lays out a new data directory with files 0666 whatever the umask; an older version of
+  // this service left them so too. The 0700 folder above already keeps other users out.
+  if (options.dataDir) tightenDataDir(options.dataDir);
   const db = drizzle(client, { schema });
   const typedDb = db as unknown as Db;
   return {

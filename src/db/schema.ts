@@ -143,7 +143,7 @@ export const erasures = pgTable(
   {
     tenantId: text('tenant_id').notNull(),
     id: uuid('id').notNull().defaultRandom(),
-    /** sha256 of tenant and user id: proves which erasure happened without keeping who. */
+    /** HMAC (server key) of sha256(tenant, user): proves which erasure happened without keeping who. */
     subjectHash: text('subject_hash').notNull(),
     scope: text('scope', { enum: ['user', 'memories'] }).notNull(),
     counts: jsonb('counts').$type<Record<string, number>>().notNull(),

@@ -30,3 +30,16 @@ export async function deleteEverythingOfUser(tx: Db, tenantId: string, userId: s
     jobIds: deletedJobs.map((j) => j.id),
   };
 }
+
+/**
+ * Replaces `actor` on the tenant's remaining events (other users' history) that name `actor`,
+ * e.g. an erased user who acted on them with memories:act_as: the events stay, the id goes.
+ */
+export async function pseudonymiseActor(tx: Db, tenantId: string, actor: string, pseudonym: string): Promise<number> {
+  const updated = await tx
+    .update(memoryEvents)
+    .set({ actor: pseudonym })
+    .where(and(eq(memoryEvents.tenantId, tenantId), eq(memoryEvents.actor, actor)))
+    .returning({ id: memoryEvents.id });
+  return updated.length;
+}

@@ -1,15 +1,20 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { SCOPES, requireScope, resolveUserId, visibleUser } from '../auth/principal.js';
 import { withTenant } from '../db/tenant.js';
 import * as memoryRepo from '../memories/repository.js';
 import type { DeleteMemoriesBody } from '../memories/schemas.js';
 import { notFound } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
-import { deleteEverythingOfUser } from './repository.js';
+import { userActor } from '../memories/service.js';
+import { deleteEverythingOfUser, pseudonymiseActor } from './repository.js';
 
-/** The receipt names the subject only by hash: it proves an erasure happened without keeping who. */
-export function subjectHash(tenantId: string, userId: string): string {
-  return createHash('sha256').update(`${tenantId}\u001f${userId}`).digest('hex');
+/**
+ * The receipt names the subject only by a keyed hash: it proves an erasure happened without
+ * keeping who, and only the server key's holder can check a guess. Keyed over the sha256 that
+ * receipts held before, so an operator can re-key those rows in place (HMAC of the column).
+ */
+export function subjectHash(key: Buffer, tenantId: string, userId: string): string {
+  return createHmac('sha256', key).update(createHash('sha256').update(`${tenantId}\u001f${userId}`).digest('hex')).digest('hex');
 }
 
 export interface ErasureResult {
@@ -31,7 +36,7 @@ async function forgetMemories(ctx: RequestContext, userId: string, ids: string[]
     const events = await memoryRepo.deleteEventsOfMemories(tx, tenantId, deleted);
     const erasureId = await memoryRepo.insertErasureReceipt(tx, {
       tenantId,
-      subjectHash: subjectHash(tenantId, userId),
+      subjectHash: subjectHash(ctx.services.keys.receipt, tenantId, userId),
       scope: 'memories',
       counts: { memories: deleted.length, memory_events: events },
       createdAt: ctx.services.clock(),
@@ -51,7 +56,7 @@ export async function deleteMemory(ctx: RequestContext, id: string): Promise<voi
     const events = await memoryRepo.deleteEventsOfMemories(tx, tenantId, deleted);
     await memoryRepo.insertErasureReceipt(tx, {
       tenantId,
-      subjectHash: subjectHash(tenantId, memory.userId),
+      subjectHash: subjectHash(ctx.services.keys.receipt, tenantId, memory.userId),
       scope: 'memories',
       counts: { memories: deleted.length, memory_events: events },
       createdAt: ctx.services.clock(),
@@ -69,11 +74,15 @@ export async function eraseUser(ctx: RequestContext, userId: string): Promise<Er
   const { counts, jobIds, erasureId } = await withTenant(ctx.services.database, tenantId, async (tx) => {
     await memoryRepo.lockUser(tx, tenantId, userId);
     const erased = await deleteEverythingOfUser(tx, tenantId, userId);
-    const id = await memoryRepo.insertErasureReceipt(tx, {
+    // What the user did to others' memories stays in their history, under a name for the erasure.
+    const id = randomUUID();
+    const pseudonymised = await pseudonymiseActor(tx, tenantId, userActor(userId), `erased:${id}`);
+    await memoryRepo.insertErasureReceipt(tx, {
+      id,
       tenantId,
-      subjectHash: subjectHash(tenantId, userId),
+      subjectHash: subjectHash(ctx.services.keys.receipt, tenantId, userId),
       scope: 'user',
-      counts: { ...erased.counts },
+      counts: { ...erased.counts, memory_events_pseudonymised: pseudonymised },
       createdAt: ctx.services.clock(),
     });
     return { ...erased, erasureId: id };

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { TokenVerifier } from '../auth/verifier.js';
-import { isDatabaseUnavailable, sqlState } from '../db/client.js';
+import { isDataException, isDatabaseUnavailable, sqlState } from '../db/client.js';
 import { ProviderOutputError, ProviderUnavailableError } from '../llm/types.js';
 import { registerMemoryRoutes } from '../memories/routes.js';
 import { registerRecallRoutes } from '../recall/routes.js';
@@ -104,6 +104,12 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
   if (isDatabaseUnavailable(error)) {
     services.logger.warn({ requestId, err: errorSummary(error) }, 'database unavailable');
     return new DomainError('unavailable', 'the database is unavailable; retry later', { retryAfterSeconds: 5 });
+  }
+  if (isDataException(error)) {
+    // The database's message may quote the value; the client hears only that a value was refused.
+    services.logger.warn({ requestId, err: errorSummary(error) }, 'database refused a value of the request');
+    const message = 'a value in the request is outside what the database can store';
+    return new DomainError('validation_failed', message, { errors: [{ path: '', message }] });
   }
   if (error instanceof ProviderUnavailableError || error instanceof ProviderOutputError) {
     services.logger.warn({ requestId, code: error.code }, 'model provider unavailable');

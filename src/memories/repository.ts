@@ -202,7 +202,7 @@ export async function listEvents(tx: Db, tenantId: string, memoryId: string) {
 
 export async function insertErasureReceipt(
   tx: Db,
-  receipt: { tenantId: string; subjectHash: string; scope: 'user' | 'memories'; counts: Record<string, number>; createdAt: Date },
+  receipt: { id?: string; tenantId: string; subjectHash: string; scope: 'user' | 'memories'; counts: Record<string, number>; createdAt: Date },
 ): Promise<string> {
   const [row] = await tx.insert(erasures).values(receipt).returning({ id: erasures.id });
   return row!.id;

@@ -2,12 +2,16 @@ import { z } from 'zod';
 import type { memories } from '../db/schema.js';
 
 export const idText = z.string().trim().min(1).max(256);
-// PostgreSQL has no year 0: 0000-01-01, or 0001-01-01T00:00:00+01:00, would fail in the database.
+// The contract's range, 0001-01-01 .. 9999-12-31 UTC, checked after the offset is applied: there
+// is no year 0 in PostgreSQL, and 9999-12-31T23:59:59-14:00 is year 10000, which a Date serialises
+// as "+010000-…" that the database refuses.
 const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 export const isoDateTime = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z' })
   // Only for a value that parses: an unparsable one has the format's message alone.
-  .refine((value) => !(Date.parse(value) < EARLIEST_INSTANT), 'must be on or after 0001-01-01T00:00:00Z');
+  .refine((value) => !(Date.parse(value) < EARLIEST_INSTANT), 'must be on or after 0001-01-01T00:00:00Z')
+  .refine((value) => !(Date.parse(value) > LATEST_INSTANT), 'must be on or before 9999-12-31T23:59:59.999Z');
 export const metadataObject = z.record(z.string().max(256), z.json());
 export const importance = z.number().int().min(1).max(10);
 export const category = z.string().trim().min(1).max(64);

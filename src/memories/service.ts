@@ -5,13 +5,17 @@ import { sqlState, type Db } from '../db/client.js';
 import { contentHash } from '../extraction/normalise.js';
 import { DomainError, notFound, validationFailed } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
 import * as repo from './repository.js';
 import { toMemoryDto, type AddMemoriesBody, type MemoryFields, type ListMemoriesQuery, type MemoryDto, type PatchMemoryBody } from './schemas.js';
 
 const DEFAULT_IMPORTANCE = 5;
 
+/** How history names a user who acted (erasure pseudonymises exactly this). */
+export const userActor = (subject: string): string => `user:${subject}`;
+
 export function actorOf(ctx: RequestContext): string {
-  return ctx.principal.subject ? `user:${ctx.principal.subject}` : 'service';
+  return ctx.principal.subject ? userActor(ctx.principal.subject) : 'service';
 }
 
 /** Direct add: stored as given (no LLM), one ADD event each, answered in input order (see storeAsGiven). */
@@ -42,36 +46,17 @@ export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): P
   return stored.map(toMemoryDto);
 }
 
-interface Cursor {
-  createdAt: Date;
-  id: string;
-}
-
-function encodeCursor(memory: { createdAt: Date; id: string }): string {
-  return Buffer.from(JSON.stringify([memory.createdAt.toISOString(), memory.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): Cursor {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
-    const date = new Date(createdAt);
-    if (Number.isNaN(date.getTime()) || typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id)) throw new Error('bad cursor');
-    return { createdAt: date, id };
-  } catch {
-    throw validationFailed('the cursor is not valid', [{ path: '/cursor', message: 'not a cursor this service issued' }]);
-  }
-}
-
 export async function listMemories(ctx: RequestContext, query: ListMemoriesQuery): Promise<{ memories: MemoryDto[]; next_cursor: string | null }> {
   requireScope(ctx.principal, SCOPES.read);
   const userId = resolveUserId(ctx.principal, query.user_id);
-  const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+  const scope = { key: ctx.services.keys.cursor, tenantId: ctx.principal.tenantId, userId };
+  const after = query.cursor ? decodeCursor(query.cursor, scope) : undefined;
   const rows = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
     repo.listMemories(tx, { tenantId: ctx.principal.tenantId, userId, limit: query.limit + 1, after, includeSuperseded: query.include_superseded, now: ctx.services.clock() }),
   );
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
-  return { memories: page.map(toMemoryDto), next_cursor: rows.length > query.limit && last ? encodeCursor(last) : null };
+  return { memories: page.map(toMemoryDto), next_cursor: rows.length > query.limit && last ? encodeCursor(last, scope) : null };
 }
 
 export async function getMemory(ctx: RequestContext, id: string): Promise<MemoryDto> {

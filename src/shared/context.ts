@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { ServerKeys } from '../auth/server-keys.js';
 import type { Database } from '../db/client.js';
 import type { Embedder } from '../llm/types.js';
 import type { Principal } from '../auth/principal.js';
@@ -11,6 +12,8 @@ export interface Services {
   embedder: Embedder;
   clock: () => Date;
   logger: Logger;
+  /** Keys for cursors and erasure receipts, derived from the server secret. */
+  keys: ServerKeys;
   /** Called after a user's data is erased, to drop their queued jobs outside the database too. */
   onUserErased?: (tenantId: string, jobIds: string[]) => Promise<void>;
   /** Hears what use cases measure (src/observability/metrics.ts implements it); optional. */

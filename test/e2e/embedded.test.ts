@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -23,6 +23,17 @@ function start(env: Record<string, string>): ServiceProcess {
   const proc = runEntry('src/main.ts', { LOG_LEVEL: 'warn', ...env });
   running.push(proc);
   return proc;
+}
+
+/** Entries under `dir` (itself included) whose mode is not 0700 for a folder or 0600 for a file. */
+function looseModes(dir: string): string[] {
+  const loose: string[] = [];
+  for (const name of ['', ...readdirSync(dir, { recursive: true, encoding: 'utf8' })]) {
+    const stat = lstatSync(path.join(dir, name));
+    const mode = stat.mode & 0o777;
+    if (!stat.isSymbolicLink() && mode !== (stat.isDirectory() ? 0o700 : 0o600)) loose.push(`${name || '.'} ${mode.toString(8)}`);
+  }
+  return loose;
 }
 
 async function mintToken(dataDir: string, user = 'alice', scope?: string): Promise<string> {
@@ -61,9 +72,13 @@ afterAll(async () => {
 describe('npm start with nothing configured', { timeout: 180_000 }, () => {
   it('serves on embedded PGlite, says where everything is, and keeps a 0600 dev secret', async () => {
     const dataDir = tempDir();
+    chmodSync(dataDir, 0o755); // as an older version left it
     const port = await freePort();
     const proc = start({ DATA_DIR: dataDir, PORT: String(port) });
     await waitForStatus(`http://127.0.0.1:${port}/readyz`, 200, proc);
+    // The embedded database (memory text in its WAL) and the secrets: the owner's alone.
+    expect(readdirSync(path.join(dataDir, 'pg')).length).toBeGreaterThan(0);
+    expect(looseModes(dataDir)).toEqual([]);
     const banner = proc.output();
     expect(banner).toContain(`http://127.0.0.1:${port}/openapi.json`);
     expect(banner).toMatch(/embedded PostgreSQL \(PGlite \+ pgvector\)/);
@@ -145,6 +160,16 @@ describe('npm start with nothing configured', { timeout: 180_000 }, () => {
     const lines = proc.output().trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/AUTH_JWT_SECRET/);
+  });
+
+  it('refuses a DATA_DIR other users can write, in one line naming it', async () => {
+    const dataDir = tempDir();
+    chmodSync(dataDir, 0o777);
+    const proc = runEntry('src/main.ts', { DATA_DIR: dataDir, PORT: String(await freePort()) });
+    expect(await proc.exited).toBe(1);
+    const lines = proc.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`DATA_DIR ${dataDir} is writable by other users`);
   });
 
   it('refuses a malformed value, naming the variable in one line', async () => {

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, tokenFor, uniqueTenant, type Owner, type TestApp } from '../support/harness.js';
+import { ALL_SCOPES, startTestApp, tokenFor, uniqueTenant, type Owner, type TestApp } from '../support/harness.js';
 
 /**
  * Erasure of a whole user. The proof is a scan as the owner (a superuser, so RLS does not hide
@@ -76,6 +76,8 @@ async function give([t, u]: Subject, contents: string[]): Promise<string[]> {
 
 let before: Record<keyof typeof SUBJECTS, Record<string, number>>;
 let uMemoryIds: string[];
+let vMemoryByU: string;
+let eventsOfVActedByU: number;
 let result: { status: number; body: Record<string, unknown> };
 
 beforeAll(async () => {
@@ -84,6 +86,12 @@ beforeAll(async () => {
   uMemoryIds = await give(SUBJECTS.U, [`${U} is allergic to penicillin`, `${U} lives at 12 Elm Street`, `${U} banks with Acme`]);
   await give(SUBJECTS.V, [`${V} likes rowing`, `${V} works nights`]);
   await give(SUBJECTS.otherU, [`${U} in the other tenant keeps bees`, `${U} in the other tenant has a boat`]);
+  // U, holding act_as, also wrote to V's memories: those events name U as their actor.
+  const uActing = await tokenFor({ tenant, user: U, scope: `${ALL_SCOPES} memories:act_as` });
+  const forV = await app.call('POST', '/memories', { token: uActing, body: { user_id: V, memories: [{ content: 'the rowing club meets on Tuesdays' }] } });
+  expect(forV.status).toBe(201);
+  vMemoryByU = forV.body.memories[0].id;
+  expect((await app.call('PATCH', `/memories/${vMemoryByU}`, { token: uActing, body: { importance: 7 } })).status).toBe(200);
   // A superseded memory of U: erasure removes history too, not only current rows.
   await owner`update memories set valid_to = now() where tenant_id = ${tenant} and id = ${uMemoryIds[2]!}`;
   // Extraction jobs with transcripts (the pipeline is not involved: the rows are what matters).
@@ -92,6 +100,8 @@ beforeAll(async () => {
   await insertJob(SUBJECTS.V, `${V} transcript`);
   await insertJob(SUBJECTS.otherU, `${U} in the other tenant, transcript`);
 
+  const [actedByU] = await owner`select count(*)::int as n from memory_events where tenant_id = ${tenant} and user_id = ${V} and actor = ${`user:${U}`}`;
+  eventsOfVActedByU = actedByU!.n as number;
   before = { U: await countsOf(SUBJECTS.U), V: await countsOf(SUBJECTS.V), otherU: await countsOf(SUBJECTS.otherU) };
   result = await app.call('POST', '/memories/delete', { token: await tokenFor({ tenant, user: U }), body: {} });
 });
@@ -107,7 +117,8 @@ describe('erasing user U', () => {
     expect(before.U.memories).toBe(3);
     expect(before.U.memory_events).toBe(4); // three ADD and one UPDATE
     expect(before.U.extraction_jobs).toBe(2);
-    expect(before.V).toMatchObject({ memories: 2, memory_events: 3, extraction_jobs: 1 });
+    expect(before.V).toMatchObject({ memories: 3, memory_events: 5, extraction_jobs: 1 });
+    expect(eventsOfVActedByU).toBe(2);
     expect(before.otherU).toMatchObject({ memories: 2, memory_events: 3, extraction_jobs: 1 });
   });
 
@@ -129,8 +140,18 @@ describe('erasing user U', () => {
     for (const [table, n] of Object.entries(found)) expect({ table, n }).toEqual({ table, n: 0 });
     // The same scan does find V, so it is not blind.
     const v = await rowsMentioning(tenant, V);
-    expect(v.memories).toBe(2);
+    expect(v.memories).toBe(3);
     expect(v.extraction_jobs).toBe(1);
+  });
+
+  it("keeps V's history of what U did, with U's id replaced by a pseudonym naming the erasure", async () => {
+    const token = await tokenFor({ tenant, user: V });
+    const history = await app.call('GET', `/memories/${vMemoryByU}/history`, { token });
+    expect(history.status).toBe(200);
+    expect(history.body.events.map((e: { event: string; actor: string }) => [e.event, e.actor])).toEqual([
+      ['ADD', `erased:${result.body.erasure_id as string}`],
+      ['UPDATE', `erased:${result.body.erasure_id as string}`],
+    ]);
   });
 
   it('leaves V and the other tenant U untouched', async () => {
@@ -156,7 +177,7 @@ describe('erasing user U', () => {
     const [receipt] = await owner`select * from erasures where tenant_id = ${tenant} and id = ${result.body.erasure_id as string}`;
     expect(receipt).toBeDefined();
     expect(receipt!.scope).toBe('user');
-    expect(receipt!.counts).toEqual({ memories: 3, memory_events: 4, extraction_jobs: 2 });
+    expect(receipt!.counts).toEqual({ memories: 3, memory_events: 4, extraction_jobs: 2, memory_events_pseudonymised: 2 });
     expect(receipt!.subject_hash).not.toBe(U);
     expect(receipt!.subject_hash).not.toContain(U);
     expect(receipt!.subject_hash).not.toContain('ursula');
@@ -168,6 +189,13 @@ describe('erasing user U', () => {
     expect(otherReceipt!.subject_hash).not.toBe(receipt!.subject_hash);
   });
 
+  it("keys the receipt's subject hash: whoever holds the table cannot confirm a guessed user by hashing the guess", async () => {
+    const [receipt] = await owner`select subject_hash from erasures where tenant_id = ${tenant} and id = ${result.body.erasure_id as string}`;
+    for (const guess of [`${tenant}\u001f${U}`, `${tenant}${U}`, `${tenant}:${U}`, U]) {
+      expect(receipt!.subject_hash).not.toBe(createHash('sha256').update(guess).digest('hex'));
+    }
+  });
+
   it('erasing twice is harmless: 200, deleted 0, a new receipt with zero counts, others still untouched', async () => {
     const agent = await tokenFor({ tenant, user: 'dpo-agent', scope: 'memories:delete memories:act_as' });
     const again = await app.call('POST', '/memories/delete', { token: agent, body: { user_id: U } });
@@ -175,7 +203,7 @@ describe('erasing user U', () => {
     expect(again.body.deleted).toBe(0);
     expect(again.body.erasure_id).not.toBe(result.body.erasure_id);
     const [receipt] = await owner`select counts, subject_hash from erasures where tenant_id = ${tenant} and id = ${again.body.erasure_id}`;
-    expect(receipt!.counts).toEqual({ memories: 0, memory_events: 0, extraction_jobs: 0 });
+    expect(receipt!.counts).toEqual({ memories: 0, memory_events: 0, extraction_jobs: 0, memory_events_pseudonymised: 0 });
     const [first] = await owner`select subject_hash from erasures where tenant_id = ${tenant} and id = ${result.body.erasure_id as string}`;
     expect(receipt!.subject_hash).toBe(first!.subject_hash);
     expect(await countsOf(SUBJECTS.V)).toEqual(before.V);
