@@ -31,7 +31,7 @@ import {
  */
 const NOT_YET_SERVED = new Map<string, string>([]);
 
-/** The routes that need no token (CONTRACT.md, "Authentication and tenancy"). */
+/** The routes that need no token; every other operation must declare its bearer security. */
 const PUBLIC_ROUTES = new Set(['GET /healthz', 'GET /readyz', 'GET /openapi.json', 'GET /docs', 'GET /docs/assets/{file}', 'GET /metrics']);
 
 const key = (method: string, path: string) => `${method.toUpperCase()} ${path}`;
