@@ -1,3 +1,4 @@
+import { guardUnawaitedTypeFetch } from './type-fetch.js';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { PostgresJsSession, PostgresJsTransaction } from 'drizzle-orm/postgres-js/session';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
@@ -209,6 +210,7 @@ function pipelinedTransactions(
 }
 
 export async function openPostgres(options: PostgresOptions): Promise<Database> {
+  guardUnawaitedTypeFetch();
   const guards = new Map<number, ReservationGuard>();
   const client = postgres(options.url, {
     max: options.maxConnections ?? 10,
