@@ -66,6 +66,8 @@ async function whenBothWorkersBusy(ctx: FaultContext): Promise<void> {
 
 async function restartLater(ctx: FaultContext, process: ServiceProcess, delayMs: number): Promise<void> {
   await sleep(delayMs);
+  // A scenario that ended during the delay tore the process down: starting it now would outlive the run.
+  if (process.retired) return;
   await process.start().catch((error: unknown) => {
     if (!process.retired) ctx.note(`${process.name} did not come back: ${(error as Error).message}`);
   });
