@@ -17,7 +17,7 @@ import { loadConfig } from '../src/config.js';
 import { openPglite } from '../src/db/pglite.js';
 import { createRuntime } from '../src/runtime.js';
 import { withTenant } from '../src/db/tenant.js';
-import { CANDIDATES_PER_ARM, collectCandidates, rankRecallCandidates, type CandidatePool } from '../src/recall/service.js';
+import { CANDIDATES_PER_ARM, RECALL_MAX_TERMS, RECALL_SCAN_LIMIT, collectCandidates, rankRecallCandidates, type CandidatePool } from '../src/recall/service.js';
 import { queryWordForms } from '../src/recall/word-forms.js';
 
 const { values } = parseArgs({
@@ -54,7 +54,7 @@ console.log(`query embeddings: ${((performance.now() - t1) / questions.length).t
 for (const [i, q] of questions.entries()) {
   const now = new Date(q.asOf);
   const pool = await withTenant(database, 't', (tx) =>
-    collectCandidates(tx, { tenantId: 't', userId: q.userId, embedding: qEmb[i]!, text: q.question, wordForms: queryWordForms(q.question), asOf: now, now, poolSize: CANDIDATES_PER_ARM, agentId: undefined, runId: undefined, categories: undefined, metadata: undefined } as never),
+    collectCandidates(tx, { tenantId: 't', userId: q.userId, embedding: qEmb[i]!, text: q.question, wordForms: queryWordForms(q.question), asOf: now, now, poolSize: CANDIDATES_PER_ARM, maxTerms: RECALL_MAX_TERMS, scanLimit: RECALL_SCAN_LIMIT }),
   );
   prepared.push({ q, pool, now });
 }
