@@ -49,6 +49,15 @@ export interface Bm25Collection {
   averageLength: number;
 }
 
+/** Each lexeme → the indexes of the query terms it belongs to, so a document's lexemes are looked up once. */
+export function termsByLexeme(terms: ReadonlyArray<readonly string[]>): Map<string, number[]> {
+  const termsOf = new Map<string, number[]>();
+  terms.forEach((term, index) => {
+    for (const lexeme of new Set(term)) termsOf.set(lexeme, [...(termsOf.get(lexeme) ?? []), index]);
+  });
+  return termsOf;
+}
+
 /**
  * Every given document's BM25 for a query given as terms, each a set of lexemes. Documents that
  * share no term with the query may be left out: they score 0 and do not change any df.
@@ -65,10 +74,7 @@ export function bm25Scores(
   b = BM25_B,
 ): Map<string, number> {
   const averageLength = Math.max(1, collection.averageLength);
-  const termsOf = new Map<string, number[]>();
-  terms.forEach((term, index) => {
-    for (const lexeme of new Set(term)) termsOf.set(lexeme, [...(termsOf.get(lexeme) ?? []), index]);
-  });
+  const termsOf = termsByLexeme(terms);
   const df = new Array<number>(terms.length).fill(0);
   // Per document, its terms' frequencies: a term index → tf map, filled in one pass over its lexemes.
   const tfsOf = documents.map((d) => {

@@ -1,5 +1,5 @@
 import type { EmbedderKind } from '../config.js';
-import { bm25Idf } from './bm25.js';
+import { bm25Idf, termsByLexeme } from './bm25.js';
 
 /**
  * Recall's scoring core: pure functions, no I/O. Every component is in [0, 1] before weighting, so
@@ -198,13 +198,15 @@ export function fullTextScore(
   documents: ReadonlyArray<{ lexemes: ReadonlyMap<string, number> }>,
   documentCount: number,
 ): number {
-  let full = 0;
-  for (const term of terms) {
-    let df = 0;
-    for (const d of documents) if (term.some((lexeme) => (d.lexemes.get(lexeme) ?? 0) > 0)) df++;
-    full += bm25Idf(Math.max(documentCount, df), df);
+  // Linear in the documents' lexemes, as bm25Scores is, not terms × documents.
+  const termsOf = termsByLexeme(terms);
+  const df = new Array<number>(terms.length).fill(0);
+  for (const d of documents) {
+    const held = new Set<number>();
+    for (const [lexeme, occurrences] of d.lexemes) if (occurrences > 0) for (const index of termsOf.get(lexeme) ?? []) held.add(index);
+    for (const index of held) df[index]!++;
   }
-  return full;
+  return df.reduce((full, n) => full + bm25Idf(Math.max(documentCount, n), n), 0);
 }
 
 export interface ArmSignals {
