@@ -152,4 +152,11 @@ export const erasures = pgTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.id] })],
 );
 
-export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures'] as const;
+/** A tenant's governance settings (src/settings): one validated JSON document per tenant. */
+export const tenantSettings = pgTable('tenant_settings', {
+  tenantId: text('tenant_id').primaryKey(),
+  settings: jsonb('settings').$type<unknown>().notNull(),
+  updatedAt: timestamptz('updated_at').notNull().defaultNow(),
+});
+
+export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings'] as const;

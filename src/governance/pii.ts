@@ -1,0 +1,242 @@
+import { isIPv6 } from 'node:net';
+
+/**
+ * The PII redactor: named detectors over plain text, pure and linear in the text's length (every
+ * pattern starts only at a token boundary and scans a bounded run, so no input backtracks badly).
+ * Each finding is replaced by its kind's placeholder. Detectors run most specific first, so a
+ * secret's digits are never taken for a phone number and a redacted span is never seen again.
+ */
+export type PiiKind = 'secret' | 'email' | 'iban' | 'card' | 'ssn' | 'ip' | 'phone';
+
+export const PII_PLACEHOLDERS: Record<PiiKind, string> = {
+  secret: '[SECRET]',
+  email: '[EMAIL]',
+  iban: '[IBAN]',
+  card: '[CARD]',
+  ssn: '[SSN]',
+  ip: '[IP]',
+  phone: '[PHONE]',
+};
+
+/** How a kind is named in an answer (never the value). */
+export const PII_NAMES: Record<PiiKind, string> = {
+  secret: 'a secret (API key, token or private key)',
+  email: 'an e-mail address',
+  iban: 'an IBAN',
+  card: 'a payment card number',
+  ssn: 'a US social security number',
+  ip: 'an IP address',
+  phone: 'a phone number',
+};
+
+interface Detector {
+  kind: PiiKind;
+  /** A cheap test that the pattern could match at all; skips the regex pass over most text. */
+  mayOccur?: (text: string) => boolean;
+  pattern: RegExp;
+  /** A second look at a match (checksums, shape) the pattern cannot express. */
+  accept?: (match: string) => boolean;
+}
+
+const digitsOf = (s: string): string => s.replace(/\D/g, '');
+
+/** Luhn's checksum, as every payment card number carries. */
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return digits.length > 0 && sum % 10 === 0;
+}
+
+/** ISO 13616: the country and check digits moved to the end, letters as 10..35, mod 97 is 1. */
+export function ibanValid(candidate: string): boolean {
+  const iban = candidate.replace(/\s/g, '').toUpperCase();
+  if (iban.length < 15 || iban.length > 34 || !/^[A-Z]{2}\d{2}[A-Z0-9]+$/.test(iban)) return false;
+  const moved = iban.slice(4) + iban.slice(0, 4);
+  let remainder = 0;
+  for (const ch of moved) {
+    const code = ch.charCodeAt(0);
+    const value = code >= 65 ? String(code - 55) : ch;
+    for (const digit of value) remainder = (remainder * 10 + (digit.charCodeAt(0) - 48)) % 97;
+  }
+  return remainder === 1;
+}
+
+/** Shannon entropy in bits per character. */
+export function entropyBits(s: string): number {
+  const counts = new Map<string, number>();
+  for (const ch of s) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  let bits = 0;
+  for (const n of counts.values()) {
+    const p = n / s.length;
+    bits -= p * Math.log2(p);
+  }
+  return bits;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A long token that looks random: mixed case and digits, high entropy, not a UUID or a hex hash
+ * (commit ids and checksums are not secrets; a lowercase hex run is left alone).
+ */
+function looksRandom(token: string): boolean {
+  const core = token.replace(/=+$/, '');
+  if (core.length < 32 || UUID.test(core)) return false;
+  if (!/[A-Z]/.test(core) || !/[a-z]/.test(core) || !/\d/.test(core)) return false;
+  // Words joined by dashes or underscores (identifiers, slugs) are not keys.
+  if (/^[A-Za-z]+(?:[-_][A-Za-z0-9]+)+$/.test(core) && core.split(/[-_]/).every((part) => part.length < 16)) return false;
+  return entropyBits(core) >= 4;
+}
+
+const has = (needle: string) => (text: string) => text.includes(needle);
+
+const DETECTORS: readonly Detector[] = [
+  {
+    kind: 'secret',
+    mayOccur: has('-----BEGIN'),
+    pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,20000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----/g,
+  },
+  {
+    kind: 'secret',
+    mayOccur: has('eyJ'),
+    // A JWT: base64url JSON header and payload ({"…), and a signature.
+    pattern: /(?<![\w-])eyJ[\w-]{5,4000}\.eyJ[\w-]{5,8000}\.[\w-]{10,2000}/g,
+  },
+  {
+    kind: 'secret',
+    // Well-known key prefixes: OpenAI/Anthropic, Stripe, GitHub, GitLab, Slack, AWS, Google,
+    // Hugging Face, npm, SendGrid, Standard Webhooks secrets.
+    pattern:
+      /(?<![\w-])(?:sk-(?:proj-|ant-)?[\w-]{20,200}|(?:sk|pk|rk)_(?:live|test)_[\w]{16,200}|gh[pousr]_[A-Za-z0-9]{30,100}|github_pat_\w{30,200}|glpat-[\w-]{20,100}|xox[abprs]-[\w-]{10,200}|AKIA[0-9A-Z]{16}|AIza[\w-]{35}|hf_[A-Za-z0-9]{30,100}|npm_[A-Za-z0-9]{30,100}|SG\.[\w-]{16,100}\.[\w-]{16,100}|whsec_[A-Za-z0-9+/=]{20,200})(?![\w-])/g,
+  },
+  {
+    kind: 'secret',
+    mayOccur: (text) => /bearer/i.test(text),
+    pattern: /\bBearer\s+[\w.~+/-]{16,4000}=*/gi,
+  },
+  {
+    kind: 'email',
+    mayOccur: has('@'),
+    pattern: /(?<![\w.%+-])[\w.%+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.){1,8}[A-Za-z]{2,24}(?![\w-])/g,
+  },
+  {
+    kind: 'iban',
+    pattern: /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])/g,
+    accept: ibanValid,
+  },
+  {
+    kind: 'card',
+    // 13 to 19 digits, in groups or not, starting as issuers' numbers do (2-6).
+    pattern: /(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d])/g,
+    accept: (match) => {
+      const digits = digitsOf(match);
+      return digits.length >= 13 && digits.length <= 19 && luhnValid(digits);
+    },
+  },
+  {
+    kind: 'ssn',
+    pattern: /(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g,
+  },
+  {
+    kind: 'ip',
+    mayOccur: has('.'),
+    // Dotted quads; a fifth part (1.2.3.4.5) or a leading letter (v1.2.3.4) makes it something else.
+    pattern: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?!\.?\d|\w)/g,
+  },
+  {
+    kind: 'ip',
+    mayOccur: has(':'),
+    pattern: /(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])/g,
+    accept: (match) => {
+      // "a::b" is a valid address but far likelier a scope operator: ask for some substance.
+      const groups = match.split(':').filter((g) => g !== '');
+      return (groups.length >= 3 || (groups.length === 2 && groups.some((g) => g.length >= 3))) && isIPv6(match);
+    },
+  },
+  {
+    kind: 'phone',
+    // International: + (or 00) and a country code, 8 to 15 digits in all.
+    pattern: /(?<![\w+])(?:\+|00)[1-9][\d().\s-]{6,22}\d(?!\w)/g,
+    accept: (match) => {
+      const digits = digitsOf(match.replace(/^00/, ''));
+      return digits.length >= 8 && digits.length <= 15 && !/\s{2}|\n/.test(match);
+    },
+  },
+  {
+    kind: 'phone',
+    // North American: (555) 123-4567, 555-123-4567, 555.123.4567, 555 123 4567.
+    pattern: /(?<![\w-])(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-])/g,
+  },
+  {
+    kind: 'phone',
+    // National with a trunk 0 (most of Europe, the UK): 020 7946 0958, 06 12 34 56 78, 030 1234567.
+    pattern: /(?<![\w+.-])0\d{1,4}(?:[ .-]?\d{2,8}){1,4}(?![\w-]|\.\d)/g,
+    accept: (match) => {
+      const digits = digitsOf(match);
+      return digits.length >= 9 && digits.length <= 12 && digits[1] !== '0';
+    },
+  },
+  {
+    kind: 'secret',
+    pattern: /(?<![\w+/=-])[\w+/-]{32,4000}={0,2}(?![\w+/=-])/g,
+    accept: looksRandom,
+  },
+];
+
+export interface Redaction {
+  text: string;
+  /** The kinds found, in detector order; empty when the text is unchanged. */
+  kinds: PiiKind[];
+}
+
+/** Replaces every finding by its placeholder. */
+export function redactPii(text: string): Redaction {
+  const kinds: PiiKind[] = [];
+  let out = text;
+  for (const detector of DETECTORS) {
+    if (detector.mayOccur && !detector.mayOccur(out)) continue;
+    let found = false;
+    const replaced = out.replace(detector.pattern, (match) => {
+      if (detector.accept && !detector.accept(match)) return match;
+      found = true;
+      return PII_PLACEHOLDERS[detector.kind];
+    });
+    if (found) {
+      out = replaced;
+      if (!kinds.includes(detector.kind)) kinds.push(detector.kind);
+    }
+  }
+  return { text: out, kinds };
+}
+
+/** The kinds of PII a text holds (none: empty). */
+export function findPii(text: string): PiiKind[] {
+  return redactPii(text).kinds;
+}
+
+/** A placeholder left by an earlier redaction: a fact built around one held PII once. */
+export function holdsPlaceholder(text: string): boolean {
+  return /\[(?:SECRET|EMAIL|IBAN|CARD|SSN|IP|PHONE)\]/.test(text);
+}
+
+/** Redacts every string inside a JSON value (object keys are names, not data: left alone). */
+export function redactJson<T>(value: T, kinds: Set<PiiKind> = new Set()): { value: T; kinds: Set<PiiKind> } {
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      const r = redactPii(v);
+      for (const k of r.kinds) kinds.add(k);
+      return r.text;
+    }
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, inner]) => [k, walk(inner)]));
+    return v;
+  };
+  return { value: walk(value) as T, kinds };
+}

@@ -1,0 +1,103 @@
+/**
+ * The poisoning guard: an extracted "fact" that is really an instruction to the assistant, or
+ * text posing as a system or tool message, would steer every later conversation it is recalled
+ * into. Such facts are dropped. Pure pattern rules over a normalised copy of the text (markup
+ * unwrapped, case and spacing folded), in the languages the rules list; each rule names an
+ * imperative aimed at the assistant, never a topic, so facts about prompts, rules, systems or
+ * habits ("User always drinks coffee at 7") pass.
+ */
+
+interface Rule {
+  name: string;
+  pattern: RegExp;
+}
+
+const INSTRUCTION_NOUNS = '(?:instructions?|rules|prompts?|guidelines|directions|directives|constraints|guardrails|system message|programming)';
+
+const RULES: readonly Rule[] = [
+  {
+    name: 'override',
+    pattern: new RegExp(
+      `\\b(?:ignore|disregard|forget|override|bypass|discard|drop|abandon|(?:set|put|leave) aside|stop following|no longer follow)\\b[^.!?]{0,40}?\\b(?:previous|prior|above|earlier|preceding|all|any|your|system|original|initial|existing|other)\\b[^.!?]{0,30}?\\b${INSTRUCTION_NOUNS}`,
+    ),
+  },
+  { name: 'override', pattern: /\bforget (?:everything|all|what) (?:you(?:'ve| have| were)? (?:been )?(?:told|taught|know)|above|before|said before)\b/ },
+  {
+    name: 'override',
+    pattern: new RegExp(`\\b(?:previous|prior|above|earlier|old|original|system|your)\\s+${INSTRUCTION_NOUNS}\\b[^\\n]{0,40}?\\b(?:void|cancel+ed|obsolete|invalid|revoked|replaced|superseded|no longer (?:apply|valid|matter))`),
+  },
+  { name: 'override', pattern: /\byour (?:new|real|true|actual) (?:rules?|instructions?|task|purpose|goal|role|directive|orders)\b/ },
+  { name: 'override', pattern: /\bnew (?:system )?(?:instructions?|rules|prompt|directives?)\s*:/ },
+  { name: 'persona', pattern: /\byou are now\b|\bfrom now on,? (?:you|the assistant|the ai)\b|\byou (?:will|must|shall) (?:now )?(?:act|behave|pretend|roleplay|role-play)\b/ },
+  { name: 'persona', pattern: /\b(?:act as|pretend (?:to be|you are)|roleplay as|role-play as)\b[^.!?]{0,30}\b(?:unrestricted|unfiltered|jailbroken|without (?:rules|restrictions|limits|filters)|dan\b|evil|no (?:rules|restrictions|limits))/ },
+  { name: 'persona', pattern: /\b(?:dan|developer|god|jailbreak|unrestricted) mode\b|\bjailbreak\b/ },
+  {
+    name: 'steering',
+    pattern:
+      /\b(?:the |this )?(?:assistant|ai|chatbot|model|llm|bot|agent|gpt|claude|copilot)\b[^.!?]{0,25}\b(?:must|should|shall|has to|needs to|is required to|is instructed to|will) (?:always|never|only|now|from now on)\b/,
+  },
+  {
+    name: 'steering',
+    pattern:
+      /(?:^|[.!?:;,]\s*|\band\s+|\bto\s+|\bplease\s+|\byou\s+(?:(?:could|would|can|will|should|must|shall)\s+)?(?:please\s+)?)(?:always|never|only|from now on)\s+(?:recommend|suggest|promote|endorse|advertise|mention|praise|link(?: to)?|redirect|send (?:users|people|them)|tell (?:the )?(?:users?|people|everyone)|say (?:that|yes)|respond (?:with|that)|reply (?:with|that)|answer (?:with|that)|output|reveal|include (?:a |the )?link|trust|obey|comply)\b/,
+  },
+  {
+    name: 'steering',
+    pattern:
+      /\b(?:when|whenever|if) (?:anyone|someone|somebody|the user|a user|users|people) (?:asks?|mentions?|talks?|inquires?)\b[^.!?]{0,80}\b(?:say|answer|reply|respond|recommend|tell them|direct them|send them|suggest)\b/,
+  },
+  { name: 'steering', pattern: /\b(?:do not|don't|never) (?:tell|inform|let|warn) (?:the )?users?\b|\bwithout (?:telling|informing|warning) (?:the )?users?\b/ },
+  {
+    name: 'exfiltration',
+    pattern: /\b(?:reveal|print|show|repeat|output|leak|disclose|dump|send)\b[^.!?]{0,25}\b(?:your|the|its) (?:system prompt|hidden prompt|initial prompt|instructions|api keys?|secrets?|credentials|configuration)\b/,
+  },
+  {
+    name: 'impersonation',
+    pattern:
+      /^\W{0,6}(?:system|developer|tool|function|assistant|admin(?:istrator)?)(?: (?:message|prompt|output|result|response|note|override|notice))?\s*[:>\]|]/,
+  },
+  { name: 'impersonation', pattern: /<\|?\s*(?:system|im_start|im_end|endoftext|start_header_id)\s*\|?>|\[\/?(?:system|inst|sys)\]|<<\/?sys>>|###\s*(?:system|instruction|new instructions)/ },
+  { name: 'impersonation', pattern: /<\/?(?:system|tool|developer|instructions?|assistant)\b[^>]{0,40}>/ },
+  { name: 'impersonation', pattern: /\b(?:system prompt|system message|tool (?:output|result|response)|function (?:output|result))\s*:/ },
+  { name: 'impersonation', pattern: /"role"\s*:\s*"(?:system|tool|developer|function)"/ },
+  // Other languages: the same overrides, personas and steering.
+  { name: 'override', pattern: /\b(?:ignorier|vergiss|vergesse|missachte)\w*\b[^.!?]{0,30}\b(?:anweisungen|regeln|instruktionen|vorgaben)\b/ },
+  { name: 'persona', pattern: /\bdu bist (?:jetzt|ab sofort|nun|von nun an)\b|\bab sofort (?:bist du|musst du|sollst du)\b/ },
+  { name: 'steering', pattern: /\b(?:empfiehl|empfehle|nenne|erwähne)\w* (?:immer|stets|ausschließlich)\b/ },
+  { name: 'override', pattern: /\b(?:ignore[rsz]?|oublie[rsz]?)\b[^.!?]{0,30}\b(?:instructions|consignes|règles|directives)\b/ },
+  { name: 'persona', pattern: /\b(?:tu es|vous êtes) (?:maintenant|désormais|dorénavant)\b|\bà partir de maintenant,? (?:tu|vous)\b/ },
+  { name: 'steering', pattern: /\brecommande[rsz]? (?:toujours|systématiquement)\b/ },
+  { name: 'override', pattern: /\b(?:ignora[rd]?|olvida[rd]?)\b[^.!?]{0,30}\b(?:instrucciones|reglas|indicaciones|istruzioni|regole)\b/ },
+  { name: 'persona', pattern: /\bahora eres\b|\bdesde ahora,? (?:eres|debes)\b|\bora sei\b|\bda ora in poi,? (?:sei|devi)\b/ },
+  { name: 'steering', pattern: /\brecomienda siempre\b|\braccomanda sempre\b|\brecomende sempre\b/ },
+  { name: 'override', pattern: /\b(?:ignore|esqueça)\b[^.!?]{0,30}\b(?:instruções|regras)\b/ },
+  { name: 'persona', pattern: /\bagora você é\b|\ba partir de agora,? você\b/ },
+];
+
+/** Markup unwrapped to its text, zero-width and fancy characters folded, spacing collapsed. */
+export function normaliseForGuard(text: string): string {
+  return text
+    .normalize('NFKC')
+    .replace(/[\u200b-\u200f\u2060\ufeff]/g, '')
+    .replace(/[\u2018\u2019]/g, "'")
+    .replace(/[\u201c\u201d]/g, '"')
+    .replace(/[*`~]+/g, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .toLowerCase();
+}
+
+/** The name of the first rule a text breaks, or undefined when it reads as a plain fact. */
+export function suspiciousRule(text: string): string | undefined {
+  const normalised = normaliseForGuard(text);
+  // HTML comments and tags hide an instruction from a reader, not from the model: read their insides too.
+  const unwrapped = normalised.replace(/<!--|-->/g, ' ').replace(/<(?!\/?(?:system|tool|developer|instructions?|assistant)\b)[^>]{0,200}>/g, ' ');
+  for (const rule of RULES) {
+    if (rule.pattern.test(normalised) || rule.pattern.test(unwrapped)) return rule.name;
+  }
+  return undefined;
+}
+
+export function isSuspicious(text: string): boolean {
+  return suspiciousRule(text) !== undefined;
+}

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+
+/** A category name as extraction writes it: one lowercase word (letters, digits, _ or -). */
+export const categoryName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[\p{Ll}\p{Lo}\p{N}][\p{Ll}\p{Lo}\p{N}_-]*$/u, 'must be one lowercase word (letters, digits, "_" or "-")');
+
+export const categoryDefinition = z.strictObject({
+  name: categoryName,
+  description: z.string().trim().max(500).default(''),
+});
+export type CategoryDefinition = z.output<typeof categoryDefinition>;
+
+export const MAX_INSTRUCTIONS_CHARS = 4000;
+export const MAX_CATEGORIES = 50;
+
+export const instructionsText = z.string().max(MAX_INSTRUCTIONS_CHARS);
+
+/** A list of categories: names unique, at most 50. */
+export const categoryList = z
+  .array(categoryDefinition)
+  .max(MAX_CATEGORIES)
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((c, index) => {
+      if (seen.has(c.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `category "${c.name}" is listed twice` });
+      seen.add(c.name);
+    });
+  });
+
+/** The built-in categories, used until a tenant (or a request) names its own. */
+export const BUILT_IN_CATEGORIES: readonly CategoryDefinition[] = [
+  { name: 'personal', description: 'identity: name, age, birthday, languages, pronouns' },
+  { name: 'preference', description: 'likes, dislikes and lasting preferences' },
+  { name: 'health', description: 'allergies, medical conditions, diet' },
+  { name: 'relationship', description: 'family, partner, friends and pets' },
+  { name: 'work', description: 'job, employer, studies and career' },
+  { name: 'location', description: 'where the user lives, comes from or moved to' },
+  { name: 'plan', description: 'goals, plans and upcoming events' },
+  { name: 'hobby', description: 'hobbies, sports, pastimes and routines' },
+];
+
+const ttlDays = z.number().int().min(1).max(36_500);
+
+/** Tenant settings as stored and answered. PUT takes the whole document; missing keys take defaults. */
+export const settingsSchema = z.strictObject({
+  extraction: z
+    .strictObject({
+      instructions: instructionsText.default(''),
+      categories: categoryList.default(() => BUILT_IN_CATEGORIES.map((c) => ({ ...c }))),
+      exclude_categories: z.array(categoryName).max(MAX_CATEGORIES).default([]),
+    })
+    .default({ instructions: '', categories: BUILT_IN_CATEGORIES.map((c) => ({ ...c })), exclude_categories: [] }),
+  pii: z
+    .strictObject({ mode: z.enum(['off', 'redact', 'reject']).default('off') })
+    .default({ mode: 'off' }),
+  retention: z
+    .strictObject({
+      default_ttl_days: ttlDays.nullable().default(null),
+      by_category: z.record(categoryName, ttlDays).default({}),
+    })
+    .default({ default_ttl_days: null, by_category: {} })
+    .refine((r) => Object.keys(r.by_category).length <= MAX_CATEGORIES, { message: `at most ${MAX_CATEGORIES} categories`, path: ['by_category'] }),
+});
+export type Settings = z.output<typeof settingsSchema>;
+export type PiiMode = Settings['pii']['mode'];
+
+export function defaultSettings(): Settings {
+  return settingsSchema.parse({});
+}
