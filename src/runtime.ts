@@ -12,6 +12,8 @@ import type { PipelineDeps } from './extraction/pipeline.js';
 import type { EmbedderSpec } from './llm/embedders.js';
 import { createProviders, type Providers } from './extraction/providers.js';
 import { registerExtractionRoutes } from './extraction/routes.js';
+import { memoryExpirySweep } from './governance/retention.js';
+import { registerSettingsRoutes } from './settings/routes.js';
 import { buildApp, type ReadinessCheck } from './http/app.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { BullJobQueue } from './queue/bullmq.js';
@@ -95,6 +97,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     onLeaseExpired: () => metrics.observeLeaseExpiry(EXTRACTION_KIND),
   };
   registerExtractionJobs(queue, pipeline, { observeJob: (outcome, ms) => metrics.observeJob(outcome, ms) });
+  queue.schedule(
+    memoryExpirySweep({ database, intervalMs: config.jobs.retentionSweepIntervalMs, onErased: (n) => metrics.observeMemoriesExpired(n) }),
+  );
   const rateLimiter = createRateLimiter({
     perMinute: config.http.rateLimitPerMinute,
     redisUrl: config.redisUrl,
@@ -109,7 +114,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     readiness,
     metrics,
     rateLimiter,
-    extraRoutes: [(a) => registerExtractionRoutes(a, services, queue), (a) => registerQueueDashboard(a, queue)],
+    extraRoutes: [(a) => registerExtractionRoutes(a, services, queue), (a) => registerSettingsRoutes(a, services), (a) => registerQueueDashboard(a, queue)],
   });
   let workerStarted = false;
   return {

@@ -1,4 +1,5 @@
 import type { Usage } from '../llm/types.js';
+import { mapOntoCategories } from '../governance/categories.js';
 import { normaliseFactText } from './normalise.js';
 import { aboutTheUser } from './third-person.js';
 import { FACT_MAX_CHARS, type ExtractInput, type ExtractedFact, type Extractor } from './types.js';
@@ -44,7 +45,8 @@ export function extractHeuristicFacts(input: ExtractInput): ExtractedFact[] {
         continue;
       }
       // The cues read the first person, so they score what the user said.
-      const { importance, category } = scoreSentence(said);
+      const { importance, category: cue } = scoreSentence(said);
+      const category = input.guidance ? mapOntoCategories(cue, input.guidance.categories) : cue;
       const fact: ExtractedFact = {
         content: sentence,
         importance,

@@ -11,6 +11,10 @@ import { contentHash, normaliseFactText } from './normalise.js';
 import { jobPayload, type JobPayload, type JobResult } from './schemas.js';
 import type { ExtractedFact, Extractor, ResolvedOperation, Resolver } from './types.js';
 import type { Config } from '../config.js';
+import { governFacts, guidanceFor, type SkippedCounts } from '../governance/facts.js';
+import { eraseExpiredOfUser, expiryFor } from '../governance/retention.js';
+import type { Settings } from '../settings/schemas.js';
+import { tenantSettings } from '../settings/service.js';
 import type { Database } from '../db/client.js';
 
 export interface PipelineDeps {
@@ -137,9 +141,13 @@ const STALE = Symbol('stale decision');
 
 async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: JobPayload, usage: Usage): Promise<JobResult | undefined> {
   const now = new Date();
-  const facts = payload.infer
-    ? await deps.extractor.extract({ messages: payload.messages, now: job.createdAt }, usage)
+  const settings = await tenantSettings(deps.database, job.tenantId);
+  const guidance = guidanceFor(settings, payload);
+  const extracted = payload.infer
+    ? await deps.extractor.extract({ messages: payload.messages, now: job.createdAt, guidance }, usage)
     : verbatimFacts(payload, job.createdAt);
+  const governed = { settings, ...governFacts(extracted, settings, guidance) };
+  const facts = governed.kept;
   const embeddings = facts.length > 0 ? await deps.embedder.embed(facts.map((f) => f.content), usage) : [];
   const planned: PlannedFact[] = facts.map((fact, i) => ({ fact, embedding: embeddings[i]! }));
   const resolves = payload.infer && planned.length > 0;
@@ -152,7 +160,7 @@ async function runAndApply(deps: PipelineDeps, job: jobsRepo.JobRow, payload: Jo
       );
       decided = await decide(deps, job, planned, similar, usage);
     }
-    const applied = await applyUnderLock(deps, job, payload, usage, planned, now, decided);
+    const applied = await applyUnderLock(deps, job, payload, usage, planned, now, decided, governed);
     if (applied !== STALE) return applied;
     if (round >= MAX_RESOLUTION_ROUNDS) throw new ResolutionContendedError();
     deps.logger.info({ jobId: job.id, round }, 'memories changed since resolution; resolving again');
@@ -206,9 +214,11 @@ async function applyUnderLock(
   planned: PlannedFact[],
   now: Date,
   preDecided: Decision | undefined,
+  governed: { settings: Settings; skipped: SkippedCounts },
 ): Promise<JobResult | undefined | typeof STALE> {
   return withTenant(deps.database, job.tenantId, async (tx) => {
     await memoryRepo.lockUser(tx, job.tenantId, job.userId);
+    await eraseExpiredOfUser(tx, job.tenantId, job.userId, now);
     const current = await jobsRepo.lockJob(tx, job.tenantId, job.id);
     // Erased meanwhile, finished by another delivery, or taken over after this attempt's lease
     // lapsed: apply nothing.
@@ -255,7 +265,7 @@ async function applyUnderLock(
       category: fact.category,
       metadata: payload.metadata,
       occurredAt: fact.occurred_at ? new Date(fact.occurred_at) : job.createdAt,
-      expiresAt: null,
+      expiresAt: expiryFor(governed.settings.retention, fact.category, now),
       createdAt: now,
       sourceJobId: job.id,
       source: fact.source_message_indexes ? { messageIndexes: fact.source_message_indexes } : null,
@@ -351,6 +361,7 @@ async function applyUnderLock(
         embedder: deps.embedder.name,
       },
       ...(dropped > 0 ? { dropped_operations: dropped } : {}),
+      skipped: governed.skipped,
     };
     await jobsRepo.markSucceeded(tx, job.tenantId, job.id, result, deps.config.jobs.transcriptRetentionHours === 0);
     return result;

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { MAX_MEMORY_CHARS, idText, isoDateTime, metadataObject } from '../memories/schemas.js';
+import type { SkippedCounts } from '../governance/facts.js';
+import { categoryList, instructionsText } from '../settings/schemas.js';
 
 export const extractMessage = z.strictObject({
   role: z.enum(['user', 'assistant', 'system', 'tool']),
@@ -15,6 +17,9 @@ export const extractBody = z.strictObject({
   messages: z.array(extractMessage).min(1).max(500),
   metadata: metadataObject.optional(),
   infer: z.boolean().default(true),
+  /** Replace the tenant's extraction instructions and categories for this job only. */
+  instructions: instructionsText.optional(),
+  categories: categoryList.min(1).optional(),
 }).superRefine((body, ctx) => {
   // infer: false stores user messages as written: one that could not be stored whole is refused
   // now, rather than cut short later.
@@ -32,6 +37,8 @@ export const jobPayload = z.object({
   messages: z.array(extractMessage),
   metadata: metadataObject,
   infer: z.boolean(),
+  instructions: instructionsText.optional(),
+  categories: categoryList.optional(),
 });
 export type JobPayload = z.output<typeof jobPayload>;
 
@@ -50,6 +57,8 @@ export interface JobResult {
   usage: { llm_calls: number; embedding_calls: number; prompt_tokens: number; completion_tokens: number };
   providers: { extractor: string; resolver: string; embedder: string };
   dropped_operations?: number;
+  /** Facts not stored, by reason (see src/governance/facts.ts). */
+  skipped: SkippedCounts;
 }
 
 export interface JobDto {

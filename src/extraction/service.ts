@@ -7,6 +7,9 @@ import type { JobQueue } from '../queue/types.js';
 import { EXTRACTION_KIND } from './job-kind.js';
 import * as jobsRepo from './jobs-repository.js';
 import type { ExtractBody, JobDto, JobPayload, JobResult } from './schemas.js';
+import { redactTranscript } from '../governance/door.js';
+import { noneSkipped } from '../governance/facts.js';
+import { tenantSettings } from '../settings/service.js';
 
 /** Key order never changes a hash: the same body sent twice hashes the same. */
 export function stableStringify(value: unknown): string {
@@ -34,10 +37,14 @@ export async function acceptExtraction(ctx: RequestContext, queue: JobQueue, bod
   requireScope(ctx.principal, SCOPES.write);
   const { tenantId } = ctx.principal;
   const userId = resolveUserId(ctx.principal, body.user_id);
-  const payload: JobPayload = { messages: body.messages, metadata: body.metadata ?? {}, infer: body.infer };
+  const given: JobPayload = { messages: body.messages, metadata: body.metadata ?? {}, infer: body.infer, instructions: body.instructions, categories: body.categories };
+  // The hash is of the body as sent (a replay matches whatever the settings say since); only a
+  // digest of it is kept.
   const bodyHash = createHash('sha256')
-    .update(stableStringify({ user_id: userId, agent_id: body.agent_id ?? null, run_id: body.run_id ?? null, ...payload }))
+    .update(stableStringify({ user_id: userId, agent_id: body.agent_id ?? null, run_id: body.run_id ?? null, ...given }))
     .digest('hex');
+  const settings = await tenantSettings(ctx.services.database, tenantId);
+  const payload = redactTranscript(given, settings.pii.mode);
   const { row, inserted } = await withTenant(ctx.services.database, tenantId, (tx) =>
     jobsRepo.insertJobOrGetExisting(tx, {
       tenantId,
@@ -64,7 +71,11 @@ export async function getJob(ctx: RequestContext, id: string): Promise<JobDto> {
   if (!row) throw notFound('job');
   const dto: JobDto = { job_id: row.id, status: row.status, created_at: row.createdAt.toISOString() };
   // Before success `result` holds only the usage of failed attempts (see markForRetry).
-  if (row.result && row.status === 'succeeded') dto.result = row.result as JobResult;
+  if (row.result && row.status === 'succeeded') {
+    const result = row.result as Partial<JobResult>;
+    // Jobs that finished before skipped counts existed skipped nothing.
+    dto.result = { ...result, skipped: result.skipped ?? noneSkipped() } as JobResult;
+  }
   if (row.error) dto.error = row.error;
   if (row.finishedAt) dto.finished_at = row.finishedAt.toISOString();
   return dto;

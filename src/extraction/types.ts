@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ExtractionGuidance } from '../governance/facts.js';
 import type { Usage } from '../llm/types.js';
 
 /** One message of a posted transcript, as the extract route accepts it. */
@@ -94,6 +95,8 @@ export interface ExtractInput {
   messages: TranscriptMessage[];
   /** The job's reference time: relative dates resolve against it when a message has no created_at. */
   now: Date;
+  /** The tenant's (or the request's) rules and categories; absent: the built-in categories, no rules. */
+  guidance?: ExtractionGuidance;
 }
 
 export interface ResolveInput {

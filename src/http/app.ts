@@ -39,7 +39,7 @@ export interface AppDependencies {
   rateLimiter?: TenantRateLimiter | undefined;
 }
 
-const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*'];
+const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*', '/settings'];
 
 /** The whole HTTP surface, without listening: main.ts serves it, tests call app.request(). */
 export function buildApp(deps: AppDependencies): Hono<AppEnv> {

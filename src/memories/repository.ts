@@ -123,8 +123,9 @@ export async function listMemories(tx: Db, page: ListPage): Promise<MemoryFields
       and(
         eq(memories.tenantId, page.tenantId),
         eq(memories.userId, page.userId),
-        // Superseded and expired memories are history: listed only when asked for.
-        page.includeSuperseded ? undefined : and(isNull(memories.validTo), or(isNull(memories.expiresAt), gt(memories.expiresAt, page.now))),
+        // Superseded memories are history, listed only when asked for; expired ones are gone at once.
+        page.includeSuperseded ? undefined : isNull(memories.validTo),
+        or(isNull(memories.expiresAt), gt(memories.expiresAt, page.now)),
         after ? or(lt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), gt(memories.id, after.id))) : undefined,
       ),
     )
@@ -139,6 +140,7 @@ export interface MemoryChanges {
   importance?: number;
   category?: string | null;
   metadata?: MemoryMetadata;
+  expiresAt?: Date | null;
 }
 
 export async function updateMemory(tx: Db, tenantId: string, id: string, changes: MemoryChanges, now: Date): Promise<MemoryFields | undefined> {

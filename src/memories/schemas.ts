@@ -18,14 +18,22 @@ export const category = z.string().trim().min(1).max(64);
 export const MAX_MEMORY_CHARS = 10_000;
 export const memoryContent = z.string().trim().min(1, 'must not be empty').max(MAX_MEMORY_CHARS);
 
-export const newMemoryInput = z.strictObject({
-  content: memoryContent,
-  importance: importance.optional(),
-  category: category.nullable().optional(),
-  metadata: metadataObject.optional(),
-  occurred_at: isoDateTime.optional(),
-  expires_at: isoDateTime.nullable().optional(),
-});
+/** Days a memory is kept from now; instead of `expires_at`. */
+export const ttlDays = z.number().int().min(1).max(36_500);
+const oneExpiry = (b: { expires_at?: unknown; ttl_days?: unknown }) => b.expires_at === undefined || b.ttl_days === undefined;
+const oneExpiryIssue = { message: 'give expires_at or ttl_days, not both', path: ['ttl_days'] };
+
+export const newMemoryInput = z
+  .strictObject({
+    content: memoryContent,
+    importance: importance.optional(),
+    category: category.nullable().optional(),
+    metadata: metadataObject.optional(),
+    occurred_at: isoDateTime.optional(),
+    expires_at: isoDateTime.nullable().optional(),
+    ttl_days: ttlDays.optional(),
+  })
+  .refine(oneExpiry, oneExpiryIssue);
 
 export const addMemoriesBody = z.strictObject({
   user_id: idText.optional(),
@@ -41,8 +49,11 @@ export const patchMemoryBody = z
     importance: importance.optional(),
     category: category.nullable().optional(),
     metadata: metadataObject.optional(),
+    expires_at: isoDateTime.nullable().optional(),
+    ttl_days: ttlDays.optional(),
   })
-  .refine((b) => Object.keys(b).length > 0, { message: 'at least one of content, importance, category, metadata is required' });
+  .refine((b) => Object.keys(b).length > 0, { message: 'at least one of content, importance, category, metadata, expires_at, ttl_days is required' })
+  .refine(oneExpiry, oneExpiryIssue);
 export type PatchMemoryBody = z.output<typeof patchMemoryBody>;
 
 const booleanQuery = z.enum(['true', 'false']).transform((v) => v === 'true');

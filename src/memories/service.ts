@@ -7,6 +7,9 @@ import { DomainError, notFound, validationFailed } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import * as repo from './repository.js';
+import { admitItems } from '../governance/door.js';
+import { eraseExpiredOfUser, expiryFor, isExpired } from '../governance/retention.js';
+import { tenantSettings } from '../settings/service.js';
 import { toMemoryDto, type AddMemoriesBody, type MemoryFields, type ListMemoriesQuery, type MemoryDto, type PatchMemoryBody } from './schemas.js';
 
 const DEFAULT_IMPORTANCE = 5;
@@ -23,9 +26,12 @@ export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): P
   requireScope(ctx.principal, SCOPES.write);
   const { tenantId } = ctx.principal;
   const userId = resolveUserId(ctx.principal, body.user_id);
+  const settings = await tenantSettings(ctx.services.database, tenantId);
+  // Personal data is redacted (or refused) before anything, the embedder included, sees it.
+  const items = admitItems(body.memories, settings.pii.mode, (index) => `/memories/${index}`);
   const now = ctx.services.clock();
-  const embeddings = await ctx.services.embedder.embed(body.memories.map((m) => m.content));
-  const rows: repo.NewMemoryRow[] = body.memories.map((m, index) => ({
+  const embeddings = await ctx.services.embedder.embed(items.map((m) => m.content));
+  const rows: repo.NewMemoryRow[] = items.map((m, index) => ({
     tenantId,
     userId,
     agentId: body.agent_id ?? null,
@@ -37,7 +43,7 @@ export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): P
     category: m.category ?? null,
     metadata: m.metadata ?? {},
     occurredAt: m.occurred_at ? new Date(m.occurred_at) : now,
-    expiresAt: m.expires_at ? new Date(m.expires_at) : null,
+    expiresAt: expiryFor(settings.retention, m.category ?? null, now, m),
     createdAt: now,
   }));
   const stored = await withTenant(ctx.services.database, tenantId, (tx) =>
@@ -64,7 +70,7 @@ export async function getMemory(ctx: RequestContext, id: string): Promise<Memory
   const row = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
     repo.findMemory(tx, ctx.principal.tenantId, id, visibleUser(ctx.principal)),
   );
-  if (!row) throw notFound('memory');
+  if (!row || isExpired(row, ctx.services.clock())) throw notFound('memory');
   return toMemoryDto(row);
 }
 
@@ -72,13 +78,16 @@ export async function getMemory(ctx: RequestContext, id: string): Promise<Memory
 export async function patchMemory(ctx: RequestContext, id: string, body: PatchMemoryBody): Promise<MemoryDto> {
   requireScope(ctx.principal, SCOPES.write);
   const { tenantId } = ctx.principal;
+  const settings = await tenantSettings(ctx.services.database, tenantId);
+  body = admitItems([body], settings.pii.mode, () => '')[0]!;
   const embedding = body.content !== undefined ? (await ctx.services.embedder.embed([body.content]))[0] : undefined;
   const now = ctx.services.clock();
   try {
     return await withTenant(ctx.services.database, tenantId, async (tx) => {
       const current = await repo.findMemory(tx, tenantId, id, visibleUser(ctx.principal));
-      if (!current) throw notFound('memory');
+      if (!current || isExpired(current, now)) throw notFound('memory');
       const changes: repo.MemoryChanges = {};
+      if (body.expires_at !== undefined || body.ttl_days !== undefined) changes.expiresAt = expiryFor(settings.retention, null, now, body);
       if (body.content !== undefined && body.content !== current.content) {
         changes.content = body.content;
         changes.contentHash = contentHash(body.content);
@@ -105,7 +114,7 @@ export async function getHistory(ctx: RequestContext, id: string) {
   const { tenantId } = ctx.principal;
   const events = await withTenant(ctx.services.database, tenantId, async (tx) => {
     const memory = await repo.findMemory(tx, tenantId, id, visibleUser(ctx.principal));
-    if (!memory) throw notFound('memory');
+    if (!memory || isExpired(memory, ctx.services.clock())) throw notFound('memory');
     return repo.listEvents(tx, tenantId, id);
   });
   return {
@@ -148,6 +157,7 @@ export interface StoreAsGivenInput {
 export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<Array<MemoryFields & { contentHash: string }>> {
   const { tenantId, userId, now } = input;
   await repo.lockUser(tx, tenantId, userId);
+  await eraseExpiredOfUser(tx, tenantId, userId, now);
   const ids = input.rows.map(() => randomUUID());
   const lastIndexOfHash = new Map<string, number>();
   input.rows.forEach((row, index) => lastIndexOfHash.set(row.contentHash, index));

@@ -34,6 +34,8 @@ export interface Metrics {
   observeLeaseExpiry(kind: string): void;
   /** Counts enqueue failures and sweeper re-queues, as the queue reports them. */
   readonly queueObserver: QueueObserver;
+  /** Memories past their expires_at that the retention sweep erased (with their history). */
+  observeMemoriesExpired(count: number): void;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -169,9 +171,18 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registers: [registry],
   });
 
+  const memoriesExpired = new Counter({
+    name: 'engram_memories_expired_total',
+    help: 'Memories past their expires_at that the retention sweep erased, with their history.',
+    registers: [registry],
+  });
+
   return {
     registry,
     contentType: registry.contentType,
+    observeMemoriesExpired(count) {
+      memoriesExpired.inc(count);
+    },
     observeHttp(method, route, status, durationMs) {
       const labels = { method, route, status: String(status) };
       httpRequests.inc(labels);

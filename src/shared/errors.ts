@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'not_found'
   | 'conflict'
   | 'idempotency_conflict'
+  /** Well-formed, but the tenant's settings refuse it (personal data under pii.mode reject). */
+  | 'pii_rejected'
   | 'rate_limited'
   | 'unavailable'
   | 'internal';

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { extractBody } from '../../src/extraction/schemas.js';
 import { addMemoriesBody, deleteMemoriesBody, listMemoriesQuery, patchMemoryBody } from '../../src/memories/schemas.js';
 import { recallBody } from '../../src/recall/schemas.js';
+import { settingsSchema } from '../../src/settings/schemas.js';
 import { ALL_SCOPES, startTestApp, tokenFor, uniqueTenant, type CallOptions, type CallResult, type TestApp } from '../support/harness.js';
 import {
   HTTP_METHODS,
@@ -247,6 +248,7 @@ describe('openapi.yaml request bodies match the zod schemas', () => {
     ['POST', '/memories/recall', recallBody],
     ['POST', '/memories/delete', deleteMemoriesBody],
     ['POST', '/memories/extract', extractBody],
+    ['PUT', '/settings', settingsSchema],
   ];
   for (const [method, path, schema] of cases) {
     it(`${method} ${path}`, () => {
@@ -384,6 +386,19 @@ describe('each served route answers what openapi.yaml documents', () => {
     expect(forgot.body.deleted).toBe(1);
     const erased = await call('POST', '/memories/delete', { token, body: {} });
     expect(erased.status).toBe(200);
+
+    const admin = await tokenFor({ tenant, user, scope: `${ALL_SCOPES} engram:admin` });
+    const settings = await call('GET', '/settings', { token });
+    expect(settings.status).toBe(200);
+    const put = await call('PUT', '/settings', {
+      token: admin,
+      body: {
+        extraction: { instructions: 'Keep dietary facts.', categories: [{ name: 'food', description: 'what the user eats' }], exclude_categories: ['gossip'] },
+        pii: { mode: 'redact' },
+        retention: { default_ttl_days: null, by_category: { food: 30 } },
+      },
+    });
+    expect(put.status).toBe(200);
 
     const exercisedShapes = new Set([...exercised].map(shapeOf));
     const notExercised = [...servedRoutes()].filter((r) => !exercisedShapes.has(shapeOf(r)));

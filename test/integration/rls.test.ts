@@ -36,6 +36,8 @@ async function seedTenant(tenant: string): Promise<void> {
     await tx.execute(sql`
       insert into erasures (tenant_id, subject_hash, scope, counts)
       values (${tenant}, ${`subject-${tenant}`}, 'user', '{"memories": 0}'::jsonb)`);
+    await tx.execute(sql`
+      insert into tenant_settings (tenant_id, settings) values (${tenant}, ${JSON.stringify({ extraction: { instructions: `rules of ${tenant}` } })}::jsonb)`);
   });
 }
 
@@ -115,7 +117,7 @@ describe('with tenant a set', () => {
     });
   });
 
-  it.each(['memories', 'memory_events', 'extraction_jobs', 'erasures'] as const)('refuses to insert a %s row with tenant_id b', async (name) => {
+  it.each(['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings'] as const)('refuses to insert a %s row with tenant_id b', async (name) => {
     const statements: Record<TenantTable, ReturnType<typeof sql>> = {
       memories: sql`insert into memories (tenant_id, user_id, content, content_hash, embedding)
                     values (${tenantB}, 'mallory', 'planted', 'planted-hash', '[0,1,0]'::vector)`,
@@ -123,6 +125,7 @@ describe('with tenant a set', () => {
                          values (${tenantB}, ${randomUUID()}, 'mallory', 'ADD', 'user:mallory')`,
       extraction_jobs: sql`insert into extraction_jobs (tenant_id, user_id, body_hash) values (${tenantB}, 'mallory', 'planted')`,
       erasures: sql`insert into erasures (tenant_id, subject_hash, scope, counts) values (${tenantB}, 'planted', 'user', '{}'::jsonb)`,
+      tenant_settings: sql`insert into tenant_settings (tenant_id, settings) values (${tenantB}, '{"planted": true}'::jsonb)`,
     };
     const error = await withTenant(database, tenantA, (tx) => tx.execute(statements[name])).then(
       () => undefined,
@@ -325,5 +328,7 @@ function plantedPredicate(name: TenantTable): string {
       return `body_hash = 'planted'`;
     case 'erasures':
       return `subject_hash = 'planted'`;
+    case 'tenant_settings':
+      return `settings ? 'planted'`;
   }
 }
