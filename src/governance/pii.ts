@@ -32,7 +32,7 @@ export const PII_NAMES: Record<PiiKind, string> = {
 interface Detector {
   kind: PiiKind;
   /** A cheap test that the pattern could match at all; skips the regex pass over most text. */
-  mayOccur?: (text: string) => boolean;
+  mayOccur?: (text: string, shape: TextShape) => boolean;
   pattern: RegExp;
   /** A second look at a match (checksums, shape) the pattern cannot express. */
   accept?: (match: string) => boolean;
@@ -95,17 +95,49 @@ function looksRandom(token: string): boolean {
   return entropyBits(core) >= 4;
 }
 
-const has = (needle: string) => (text: string) => text.includes(needle);
+/**
+ * What one pass over the text learns, so most detectors are skipped without running their
+ * pattern: chat text rarely has a long digit run, a long token or an "@".
+ */
+export interface TextShape {
+  digits: number;
+  /** Longest run of digits, single spaces or dashes between them allowed. */
+  digitRun: number;
+  /** Longest run of token characters (letters, digits, _ + / -). */
+  tokenRun: number;
+}
 
-const DETECTORS: readonly Detector[] = [
+export function shapeOf(text: string): TextShape {
+  let digits = 0;
+  let digitRun = 0;
+  let tokenRun = 0;
+  let run = 0;
+  let token = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const digit = c >= 48 && c <= 57;
+    if (digit) {
+      digits++;
+      if (++run > digitRun) digitRun = run;
+    } else if (!((c === 32 || c === 45) && run > 0)) run = 0;
+    if (digit || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 43 || c === 47 || c === 45) {
+      if (++token > tokenRun) tokenRun = token;
+    } else token = 0;
+  }
+  return { digits, digitRun, tokenRun };
+}
+
+const KEY_PREFIX_HINT = /sk-|[sprk]k_(?:live|test)_|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|AIza|hf_|npm_|SG\.|whsec_/;
+
+export const DETECTORS: readonly Detector[] = [
   {
     kind: 'secret',
-    mayOccur: has('-----BEGIN'),
+    mayOccur: (text) => text.includes('-----BEGIN'),
     pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,20000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----/g,
   },
   {
     kind: 'secret',
-    mayOccur: has('eyJ'),
+    mayOccur: (text, shape) => shape.tokenRun >= 20 && text.includes('eyJ'),
     // A JWT: base64url JSON header and payload ({"…), and a signature.
     pattern: /(?<![\w-])eyJ[\w-]{5,4000}\.eyJ[\w-]{5,8000}\.[\w-]{10,2000}/g,
   },
@@ -113,26 +145,29 @@ const DETECTORS: readonly Detector[] = [
     kind: 'secret',
     // Well-known key prefixes: OpenAI/Anthropic, Stripe, GitHub, GitLab, Slack, AWS, Google,
     // Hugging Face, npm, SendGrid, Standard Webhooks secrets.
+    mayOccur: (text, shape) => shape.tokenRun >= 16 && KEY_PREFIX_HINT.test(text),
     pattern:
       /(?<![\w-])(?:sk-(?:proj-|ant-)?[\w-]{20,200}|(?:sk|pk|rk)_(?:live|test)_[\w]{16,200}|gh[pousr]_[A-Za-z0-9]{30,100}|github_pat_\w{30,200}|glpat-[\w-]{20,100}|xox[abprs]-[\w-]{10,200}|AKIA[0-9A-Z]{16}|AIza[\w-]{35}|hf_[A-Za-z0-9]{30,100}|npm_[A-Za-z0-9]{30,100}|SG\.[\w-]{16,100}\.[\w-]{16,100}|whsec_[A-Za-z0-9+/=]{20,200})(?![\w-])/g,
   },
   {
     kind: 'secret',
-    mayOccur: (text) => /bearer/i.test(text),
+    mayOccur: (text, shape) => shape.tokenRun >= 16 && /bearer/i.test(text),
     pattern: /\bBearer\s+[\w.~+/-]{16,4000}=*/gi,
   },
   {
     kind: 'email',
-    mayOccur: has('@'),
+    mayOccur: (text) => text.includes('@'),
     pattern: /(?<![\w.%+-])[\w.%+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.){1,8}[A-Za-z]{2,24}(?![\w-])/g,
   },
   {
     kind: 'iban',
+    mayOccur: (_text, shape) => shape.digits >= 8 && shape.tokenRun >= 4,
     pattern: /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])/g,
     accept: ibanValid,
   },
   {
     kind: 'card',
+    mayOccur: (_text, shape) => shape.digitRun >= 13,
     // 13 to 19 digits, in groups or not, starting as issuers' numbers do (2-6).
     pattern: /(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d])/g,
     accept: (match) => {
@@ -142,17 +177,19 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'ssn',
+    mayOccur: (_text, shape) => shape.digitRun >= 9,
     pattern: /(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g,
   },
   {
     kind: 'ip',
-    mayOccur: has('.'),
+    mayOccur: (text, shape) => shape.digits >= 4 && text.includes('.'),
     // Dotted quads; a fifth part (1.2.3.4.5) or a leading letter (v1.2.3.4) makes it something else.
     pattern: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?!\.?\d|\w)/g,
   },
   {
     kind: 'ip',
-    mayOccur: has(':'),
+    // At least two colons around hex digits, or "::".
+    mayOccur: (text) => text.includes('::') || /[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:/.test(text),
     pattern: /(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])/g,
     accept: (match) => {
       // "a::b" is a valid address but far likelier a scope operator: ask for some substance.
@@ -162,6 +199,7 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'phone',
+    mayOccur: (text, shape) => shape.digits >= 8 && (text.includes('+') || text.includes('00')),
     // International: + (or 00) and a country code, 8 to 15 digits in all.
     pattern: /(?<![\w+])(?:\+|00)[1-9][\d().\s-]{6,22}\d(?!\w)/g,
     accept: (match) => {
@@ -171,11 +209,13 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'phone',
+    mayOccur: (_text, shape) => shape.digits >= 10,
     // North American: (555) 123-4567, 555-123-4567, 555.123.4567, 555 123 4567.
     pattern: /(?<![\w-])(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-])/g,
   },
   {
     kind: 'phone',
+    mayOccur: (text, shape) => shape.digits >= 9 && text.includes('0'),
     // National with a trunk 0 (most of Europe, the UK): 020 7946 0958, 06 12 34 56 78, 030 1234567.
     pattern: /(?<![\w+.-])0\d{1,4}(?:[ .-]?\d{2,8}){1,4}(?![\w-]|\.\d)/g,
     accept: (match) => {
@@ -185,6 +225,7 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'secret',
+    mayOccur: (_text, shape) => shape.tokenRun >= 32,
     pattern: /(?<![\w+/=-])[\w+/-]{32,4000}={0,2}(?![\w+/=-])/g,
     accept: looksRandom,
   },
@@ -200,8 +241,10 @@ export interface Redaction {
 export function redactPii(text: string): Redaction {
   const kinds: PiiKind[] = [];
   let out = text;
+  // Taken once: replacing findings by placeholders only shortens runs, so it stays a safe filter.
+  const shape = shapeOf(text);
   for (const detector of DETECTORS) {
-    if (detector.mayOccur && !detector.mayOccur(out)) continue;
+    if (detector.mayOccur && !detector.mayOccur(out, shape)) continue;
     let found = false;
     const replaced = out.replace(detector.pattern, (match) => {
       if (detector.accept && !detector.accept(match)) return match;
