@@ -129,7 +129,10 @@ function bodiesOf(regime: 'valid' | 'loose') {
   const importance = field(fc.integer({ min: 1, max: 10 }), nastyNumber);
   const category = field(fc.constantFrom('food', 'travel', null), nastyString);
   const unitInterval = field(fc.double({ min: 0, max: 1, noNaN: true }), nastyNumber);
-  const memory = shape({ content: text, importance, category, metadata, occurred_at: date, expires_at: fc.oneof(date, fc.constant(null)) });
+  const ttlDays = field(fc.integer({ min: 1, max: 36_500 }), nastyNumber);
+  const memory = shape({ content: text, importance, category, metadata, occurred_at: date, expires_at: fc.oneof(date, fc.constant(null)), ttl_days: ttlDays });
+  const categoryName = field(fc.constantFrom('food', 'travel', 'home', 'work'), nastyString);
+  const categories = fc.array(shape({ name: categoryName, description: text }), { minLength: 1, maxLength: 4 });
   return {
     addMemories: shape({ user_id: userId, agent_id: optionalId, run_id: optionalId, memories: fc.array(memory, { minLength: 1, maxLength: 4 }) }),
     recall: shape({
@@ -144,7 +147,12 @@ function bodiesOf(regime: 'valid' | 'loose') {
       min_relevance: unitInterval,
     }),
     delete: shape({ user_id: field(fc.constantFrom('other', 'nobody'), nastyString), memory_ids: fc.array(field(fc.uuid(), uuidLike), { minLength: 1, maxLength: 3 }) }),
-    patch: shape({ content: text, importance, category, metadata }),
+    patch: shape({ content: text, importance, category, metadata, expires_at: fc.oneof(date, fc.constant(null)), ttl_days: ttlDays }),
+    settings: shape({
+      extraction: shape({ instructions: text, categories, exclude_categories: fc.array(categoryName, { maxLength: 3 }) }),
+      pii: shape({ mode: field(fc.constantFrom('off', 'redact', 'reject'), nastyString) }),
+      retention: shape({ default_ttl_days: fc.oneof(ttlDays, fc.constant(null)), by_category: fc.dictionary(categoryName.map(String), ttlDays, { maxKeys: 3 }) }),
+    }),
     extract: shape({
       user_id: userId,
       agent_id: optionalId,
@@ -152,6 +160,8 @@ function bodiesOf(regime: 'valid' | 'loose') {
       messages: fc.array(shape({ role: field(fc.constantFrom('user', 'assistant', 'system', 'tool'), nastyString), content: text, name: text, created_at: date }), { minLength: 1, maxLength: 3 }),
       metadata,
       infer: field(fc.boolean(), anyValue),
+      instructions: text,
+      categories,
     }),
   };
 }
@@ -250,6 +260,8 @@ const routes: Record<string, fc.Arbitrary<Sent>> = {
     .tuple(bodies.extract, fc.option(fc.oneof(nastyString, fc.uuid())))
     .map(([b, key]) => ({ method: 'POST', path: '/memories/extract', ...b, ...(key !== null ? { headers: { 'idempotency-key': percentEncode(key) } } : {}) })),
   'GET /jobs/{id}': pathId.map((id) => ({ method: 'GET', path: `/jobs/${id}` })),
+  'GET /settings': fc.constant({ method: 'GET', path: '/settings' }),
+  'PUT /settings': bodies.settings.map((b) => ({ method: 'PUT', path: '/settings', token: 'admin', ...b })),
   // No token, a broken one, or a read-only token on a write: 401 and 403 are problems too.
   'any route, any token': fc
     .tuple(

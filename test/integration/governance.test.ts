@@ -259,7 +259,7 @@ async function redisKeysHolding(needle: string): Promise<string[]> {
         : type === 'hash' ? JSON.stringify(await redis.hgetall(key))
         : type === 'list' ? JSON.stringify(await redis.lrange(key, 0, -1))
         : type === 'set' ? JSON.stringify(await redis.smembers(key))
-        : type === 'zset' ? JSON.stringify(await redis.zrange(key, 0, -1))
+        : type === 'zset' ? JSON.stringify(await redis.zrange(key, '0', '-1'))
         : type === 'stream' ? JSON.stringify(await redis.xrange(key, '-', '+'))
         : '';
       if (key.includes(needle) || (value ?? '').includes(needle)) found.push(key);
