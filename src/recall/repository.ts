@@ -93,7 +93,8 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
   if (q.asOf) {
     const asOf = q.asOf.toISOString();
     conditions.push(sql`m.occurred_at <= ${asOf}::timestamptz`, sql`(m.valid_to is null or m.valid_to > ${asOf}::timestamptz)`);
-    conditions.push(sql`(m.expires_at is null or m.expires_at > ${asOf}::timestamptz)`);
+    // Expired is gone, whatever the as_of: the sweep erases it within the hour anyway.
+    conditions.push(sql`(m.expires_at is null or m.expires_at > greatest(${asOf}::timestamptz, now()))`);
   } else {
     conditions.push(sql`m.valid_to is null`, sql`(m.expires_at is null or m.expires_at > ${q.now.toISOString()}::timestamptz)`);
   }

@@ -390,6 +390,18 @@ describe('retention', () => {
     expect((await offline.call('PATCH', `/memories/${short.id}`, { token, body: { importance: 9 } })).status).toBe(404);
   });
 
+  it('leaves an expired memory out of recall even with an as_of from before it expired', async () => {
+    const { token } = await tenantWith(undefined);
+    const hour = 3_600_000;
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString();
+    await offline.call('POST', '/memories', {
+      token,
+      body: { memories: [{ content: 'Giraffe sighting at the zoo', occurred_at: at(-2 * hour), expires_at: at(-60_000) }, { content: 'Giraffe documentary', occurred_at: at(-2 * hour) }] },
+    });
+    const res = await offline.call('POST', '/memories/recall', { token, body: { query: 'giraffe', min_relevance: 0, as_of: at(-hour) } });
+    expect(res.body.memories.map((m: { content: string }) => m.content)).toEqual(['Giraffe documentary']);
+  });
+
   it('the sweep erases expired memories with their history, in bounded batches, and counts them', async () => {
     const { tenant, token } = await tenantWith(undefined);
     const past = new Date(Date.now() - 60_000).toISOString();
