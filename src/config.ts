@@ -158,7 +158,7 @@ export interface Config {
     queuePrefix: string;
     transcriptRetentionHours: number;
     idempotencyTtlHours: number;
-    /** How often each worker runs the retention sweeps (transcripts, idempotency keys). */
+    /** How often each worker runs the retention sweeps (expired memories, transcripts, idempotency keys). */
     retentionSweepIntervalMs: number;
   };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';

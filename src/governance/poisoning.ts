@@ -12,25 +12,53 @@ interface Rule {
   pattern: RegExp;
 }
 
-const INSTRUCTION_NOUNS = '(?:instructions?|rules|prompts?|guidelines|directions|directives|constraints|guardrails|system message|programming)';
+const INSTRUCTION_NOUNS = '(?:instructions?|rules|prompts?|guidelines|directions|directives|constraints|guardrails|system message|programming|polic(?:y|ies)|filters|restrictions)';
 
 const RULES: readonly Rule[] = [
   {
     name: 'override',
     pattern: new RegExp(
-      `\\b(?:ignore|disregard|forget|override|bypass|discard|drop|abandon|(?:set|put|leave) aside|stop following|no longer follow)\\b[^.!?]{0,40}?\\b(?:previous|prior|above|earlier|preceding|all|any|your|system|original|initial|existing|other)\\b[^.!?]{0,30}?\\b${INSTRUCTION_NOUNS}`,
+      `\\b(?:ignore|disregard|forget|override|bypass|discard|drop|abandon|(?:set|put|leave) aside|stop following|no longer follow)\\b[^.!?]{0,40}?\\b(?:previous|prior|above|earlier|preceding|all|any|your|system|original|initial|existing|other|safety|content|usage)\\b[^.!?]{0,30}?\\b${INSTRUCTION_NOUNS}`,
     ),
   },
   { name: 'override', pattern: /\bforget (?:everything|all|what) (?:you(?:'ve| have| were)? (?:been )?(?:told|taught|know)|above|before|said before)\b/ },
   {
     name: 'override',
+    pattern: /\b(?:ignore|disregard|forget|override|drop)\b[^.!?]{0,15}\b(?:what|whatever|everything|anything|all) (?:you(?:'ve| have| were| are)? (?:been |was )?(?:told|taught|instructed|given|programmed))/,
+  },
+  {
+    name: 'override',
     pattern: new RegExp(`\\b(?:previous|prior|above|earlier|old|original|system|your)\\s+${INSTRUCTION_NOUNS}\\b[^\\n]{0,40}?\\b(?:void|cancel+ed|obsolete|invalid|revoked|replaced|superseded|no longer (?:apply|valid|matter))`),
   },
-  { name: 'override', pattern: /\byour (?:new|real|true|actual) (?:rules?|instructions?|task|purpose|goal|role|directive|orders)\b/ },
+  { name: 'override', pattern: /\byour (?:new|real|true|actual|core|prime|primary|main|only|sole) (?:rules?|instructions?|task|purpose|goal|role|directives?|orders|objective|mission)\b/ },
+  { name: 'override', pattern: /\b(?:core|prime|primary|top-priority|overriding) directive\b/ },
+  { name: 'override', pattern: /\b(?:all |any )?(?:prior|previous|earlier|existing|current) (?:restrictions|rules|limits|filters|instructions|guidelines|policies) (?:are|have been|were) (?:lifted|removed|suspended|disabled|void|cancel+ed|revoked)\b/ },
+  { name: 'override', pattern: /\bno longer (?:need|have|has) to (?:follow|obey|respect|apply)\b|\b(?:skip|bypass|disable|turn off) (?:all |any |the )?(?:content |safety )?(?:checks|filters|moderation|safeguards)\b/ },
+  { name: 'impersonation', pattern: /\b(?:the following is a |this is a )?system (?:notice|alert|update|announcement|message)\s*[:\]]|\bnew policy from the (?:developers|admins?|operators?)\b/ },
   { name: 'override', pattern: /\bnew (?:system )?(?:instructions?|rules|prompt|directives?)\s*:/ },
-  { name: 'persona', pattern: /\byou are now\b|\bfrom now on,? (?:you|the assistant|the ai)\b|\byou (?:will|must|shall) (?:now )?(?:act|behave|pretend|roleplay|role-play)\b/ },
+  { name: 'persona', pattern: /\byou are now\b|\b(?:from now on|from this point(?: on| forward)?|henceforth|going forward|from here on),? (?:you|the assistant|the ai|answer|respond|reply|say|always|never)\b|\byou (?:will|must|shall) (?:now )?(?:act|behave|pretend|roleplay|role-play)\b/ },
   { name: 'persona', pattern: /\b(?:act as|pretend (?:to be|you are)|roleplay as|role-play as)\b[^.!?]{0,30}\b(?:unrestricted|unfiltered|jailbroken|without (?:rules|restrictions|limits|filters)|dan\b|evil|no (?:rules|restrictions|limits))/ },
   { name: 'persona', pattern: /\b(?:dan|developer|god|jailbreak|unrestricted) mode\b|\bjailbreak\b/ },
+  { name: 'persona', pattern: /\b(?:act|behave|respond|answer) as (?:if|though)\b[^.!?]{0,40}\b(?:polic(?:y|ies)|rules|restrictions|filters|guidelines|safety|limits)\b/ },
+  // Addressed to the assistant with a modal and a directive: "the bot should say …", "you may now share …".
+  {
+    name: 'steering',
+    pattern:
+      /\b(?:you|the (?:assistant|ai|model|bot|chatbot|agent|llm)|assistant)\b[^.!?]{0,25}\b(?:must|should|shall|has to|have to|needs? to|is (?:allowed|permitted|required|free) to|are (?:allowed|permitted|required|free) to|may now|can now)\s+(?:always|never|only|now|say|answer|respond|reply|tell|recommend|suggest|promote|share|reveal|disclose|ignore|obey|comply|act|pretend|treat|keep|hide|stop|refuse|not (?:warn|tell|mention|ask|refuse|reveal))\b/,
+  },
+  { name: 'steering', pattern: /\b(?:wants?|asks?|tells?|needs?) (?:you|the (?:assistant|ai|model|bot))\b to (?:reveal|share|disclose|leak|send|give out|expose)\b/ },
+  // The same with any verb but "be" (a model that "should be retrained" is not addressed).
+  {
+    name: 'steering',
+    pattern:
+      /(?:(?:^|[.!?:;,]\s*)(?:you|assistant|hey (?:model|assistant|ai|bot))|(?:^|[.!?:;,]\s*|\b(?:says?|that|so|and)\s+)(?:the (?:assistant|ai|bot|chatbot|agent|llm)|assistant))\b,?\s+(?:\w+ly\s+)?(?:must|should|shall|has to|have to|needs? to|no longer (?:needs?|has|have) to|is (?:allowed|permitted|required|free) to|are (?:allowed|permitted|required|free) to)\s+(?:\w+ly\s+)?(?!be\b)[a-z]+/,
+  },
+  { name: 'steering', pattern: /^hey (?:model|assistant|ai|bot|chatbot|gpt)\b/ },
+  { name: 'steering', pattern: /\bin (?:all )?(?:future|later|upcoming|subsequent) (?:chats|conversations|sessions|answers|responses),? (?:always|never|only|you|insert|add|include|say|answer|respond)\b/ },
+  { name: 'steering', pattern: /\b(?:whatever|whenever|no matter what) (?:the user|users|anyone|someone|they) asks?\b[^.!?]{0,30}\b(?:tell|say|answer|reply|respond|recommend)\b/ },
+  { name: 'steering', pattern: /\b(?:respond|reply|answer)(?:ing)? only with\b|\bno matter what\b[^.!?]{0,30}\b(?:respond|reply|answer|say)\b/ },
+  { name: 'steering', pattern: /\bkeeps? (?:this|it|that) (?:a )?secret from (?:the )?users?\b/ },
+  { name: 'steering', pattern: /\b(?:every|each|all|any) (?:answers?|responses?|replies|reply|outputs?)\b[^.!?]{0,20}\b(?:must|should|shall|has to|have to|needs? to)\b/ },
   {
     name: 'steering',
     pattern:
@@ -47,6 +75,19 @@ const RULES: readonly Rule[] = [
       /\b(?:when|whenever|if) (?:anyone|someone|somebody|the user|a user|users|people) (?:asks?|mentions?|talks?|inquires?)\b[^.!?]{0,80}\b(?:say|answer|reply|respond|recommend|tell them|direct them|send them|suggest)\b/,
   },
   { name: 'steering', pattern: /\b(?:do not|don't|never) (?:tell|inform|let|warn) (?:the )?users?\b|\bwithout (?:telling|informing|warning) (?:the )?users?\b/ },
+  // Addressed to the model: "note to the assistant", "user instructs the AI to …", "you must always …".
+  { name: 'steering', pattern: /\b(?:note|message|instructions?|reminder|memo|directive|command|update)s? (?:to|for) (?:the |this |you, )?(?:model|assistant|ai|llm|bot|chatbot|agent|gpt|system)\b/ },
+  { name: 'steering', pattern: /\b(?:instructs?|orders?|commands?|tells?|directs?) (?:the |this )?(?:model|assistant|ai|llm|bot|chatbot|agent)\b[^.!?]{0,20}\bto\b/ },
+  { name: 'steering', pattern: /\byou (?:must|should|shall|have to|need to|are required to|will) (?:always|never|only|from now on)\b/ },
+  { name: 'steering', pattern: /^(?:assistant|ai|model|bot|chatgpt|claude|gpt)\s*[,:]/ },
+  { name: 'steering', pattern: /\b(?:recommend|suggest|promote|endorse|advertise|mention)s? only\b/ },
+  { name: 'steering', pattern: /\b(?:respond|reply|answer|react)(?:ing)? (?:to )?(?:every|all|each|any) (?:future |later |subsequent )?(?:messages?|questions?|requests?|prompts?|queries|users?)\b/ },
+  { name: 'steering', pattern: /\b(?:do not|don't|never|stop) (?:ask|asking) (?:the user |them )?(?:for )?(?:confirmation|permission|consent|approval)\b|\bpre-?approved (?:all|every|any)\b/ },
+  {
+    name: 'steering',
+    pattern: /\b(?:whenever|when|if)\b[^.!?]{1,60}\b(?:comes? up|is mentioned|are mentioned|is discussed|is asked)\b[^.!?]{0,40}\b(?:point|send|direct|redirect|refer|steer|link|tell)\b/,
+  },
+  { name: 'exfiltration', pattern: /\b(?:first|before answering|before responding|always)\b[^.!?]{0,30}\b(?:visit|visiting|fetch|fetching|call|calling|load|loading|open|opening|ping|pinging)\s+https?:\/\//, },
   {
     name: 'exfiltration',
     pattern: /\b(?:reveal|print|show|repeat|output|leak|disclose|dump|send)\b[^.!?]{0,25}\b(?:your|the|its) (?:system prompt|hidden prompt|initial prompt|instructions|api keys?|secrets?|credentials|configuration)\b/,
@@ -56,18 +97,18 @@ const RULES: readonly Rule[] = [
     pattern:
       /^\W{0,6}(?:system|developer|tool|function|assistant|admin(?:istrator)?)(?: (?:message|prompt|output|result|response|note|override|notice))?\s*[:>\]|]/,
   },
-  { name: 'impersonation', pattern: /<\|?\s*(?:system|im_start|im_end|endoftext|start_header_id)\s*\|?>|\[\/?(?:system|inst|sys)\]|<<\/?sys>>|###\s*(?:system|instruction|new instructions)/ },
-  { name: 'impersonation', pattern: /<\/?(?:system|tool|developer|instructions?|assistant)\b[^>]{0,40}>/ },
+  { name: 'impersonation', pattern: /<\|?\s*(?:system|im_start|im_end|endoftext|start_header_id)\s*\|?>|\[+\/?(?:system|inst|sys)(?: message| prompt| notice)?\]+|<<\/?sys>>|###\s*(?:system|instruction|new instructions)/ },
+  { name: 'impersonation', pattern: /<\/?(?:system|tool|developer|instructions?|assistant|function)(?:[_-]\w+)?\b[^>]{0,40}>/ },
   { name: 'impersonation', pattern: /\b(?:system prompt|system message|tool (?:output|result|response)|function (?:output|result))\s*:/ },
   { name: 'impersonation', pattern: /"role"\s*:\s*"(?:system|tool|developer|function)"/ },
   // Other languages: the same overrides, personas and steering.
   { name: 'override', pattern: /\b(?:ignorier|vergiss|vergesse|missachte)\w*\b[^.!?]{0,30}\b(?:anweisungen|regeln|instruktionen|vorgaben)\b/ },
-  { name: 'persona', pattern: /\bdu bist (?:jetzt|ab sofort|nun|von nun an)\b|\bab sofort (?:bist du|musst du|sollst du)\b/ },
+  { name: 'persona', pattern: /\bdu bist (?:jetzt|ab sofort|nun|von nun an)\b|\bab sofort (?:bist du|musst du|sollst du)\b|\b(?:du sollst|du musst|sollst du|musst du|du darfst)\b/ },
   { name: 'steering', pattern: /\b(?:empfiehl|empfehle|nenne|erwähne)\w* (?:immer|stets|ausschließlich)\b/ },
-  { name: 'override', pattern: /\b(?:ignore[rsz]?|oublie[rsz]?)\b[^.!?]{0,30}\b(?:instructions|consignes|règles|directives)\b/ },
-  { name: 'persona', pattern: /\b(?:tu es|vous êtes) (?:maintenant|désormais|dorénavant)\b|\bà partir de maintenant,? (?:tu|vous)\b/ },
+  { name: 'override', pattern: /\b(?:ignore[rsz]?|oublie[rsz]?)\b[^.!?]{0,30}\b(?:instructions|consignes|règles|directives)\b|\boublie[rsz]? tout ce qu/ },
+  { name: 'persona', pattern: /\b(?:tu es|vous êtes) (?:maintenant|désormais|dorénavant)\b|\bà partir de maintenant,? (?:tu|vous)\b|\b(?:dorénavant|désormais),? (?:tu|vous)\b|\b(?:tu dois|vous devez)\b/ },
   { name: 'steering', pattern: /\brecommande[rsz]? (?:toujours|systématiquement)\b/ },
-  { name: 'override', pattern: /\b(?:ignora[rd]?|olvida[rd]?)\b[^.!?]{0,30}\b(?:instrucciones|reglas|indicaciones|istruzioni|regole)\b/ },
+  { name: 'override', pattern: /\b(?:ignora(?:r|d|te)?|olvida[rd]?|dimentica(?:te)?)\b[^.!?]{0,30}\b(?:instrucciones|reglas|indicaciones|istruzioni|regole)\b/ },
   { name: 'persona', pattern: /\bahora eres\b|\bdesde ahora,? (?:eres|debes)\b|\bora sei\b|\bda ora in poi,? (?:sei|devi)\b/ },
   { name: 'steering', pattern: /\brecomienda siempre\b|\braccomanda sempre\b|\brecomende sempre\b/ },
   { name: 'override', pattern: /\b(?:ignore|esqueça)\b[^.!?]{0,30}\b(?:instruções|regras)\b/ },
