@@ -5,6 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { rawHttp } from '../../../test/support/process.js';
 import { startService, type Service } from './service.js';
 
 /**
@@ -36,7 +37,7 @@ async function stdioSession(env: Record<string, string>): Promise<Session> {
 }
 
 /** Starts `engram-mcp --http 0` and reads the address it printed. */
-async function httpSession(env: Record<string, string>): Promise<Session> {
+async function startHttp(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(process.execPath, [BIN, '--http', '0'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await new Promise<string>((resolve, reject) => {
     let output = '';
@@ -47,15 +48,26 @@ async function httpSession(env: Record<string, string>): Promise<Session> {
     });
     child.once('exit', (code) => reject(new Error(`engram-mcp exited (${code}): ${output}`)));
   });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    child,
+    url,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function httpSession(env: Record<string, string>): Promise<Session> {
+  const server = await startHttp(env);
   const client = new Client({ name: 'engram-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
   return {
     client,
     async close() {
       await client.close();
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      await server.stop();
     },
   };
 }
@@ -140,6 +152,25 @@ describe.each([
     expect(textOf(both)).toContain('exactly one');
     const list = await session.client.callTool({ name: 'list_memories', arguments: {} });
     expect(list.isError).toBeFalsy();
+  });
+});
+
+describe('engram-mcp --http', () => {
+  it('refuses a Host other than its loopback address (DNS rebinding), other paths, and methods other than POST', async () => {
+    const server = await startHttp({ ENGRAM_URL: service.url, ENGRAM_TOKEN: 'unused' });
+    try {
+      const port = Number(new URL(server.url).port);
+      const body = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}';
+      const post = (host: string, path = '/mcp') =>
+        rawHttp(port, `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      expect((await post(`attacker.example:${port}`)).status).toBe(403);
+      expect((await post(`127.0.0.1:${port}`, '/other')).status).toBe(404);
+      const get = await rawHttp(port, `GET /mcp HTTP/1.1\r\nHost: localhost:${port}\r\nConnection: close\r\n\r\n`);
+      expect(get.status).toBe(405);
+      expect(get.headers).toContain('allow: post');
+    } finally {
+      await server.stop();
+    }
   });
 });
 
