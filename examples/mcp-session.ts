@@ -21,7 +21,7 @@ interface DesktopConfig {
 const repo = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const config = JSON.parse(readFileSync(new URL('./mcp-desktop-config.json', import.meta.url), 'utf8')) as DesktopConfig;
 const server = config.mcpServers.engram!;
-const env = { ...server.env, PATH: process.env.PATH ?? '' };
+const env: Record<string, string> = { ...server.env, PATH: process.env.PATH ?? '' };
 for (const name of ['ENGRAM_URL', 'ENGRAM_TOKEN', 'ENGRAM_USER_ID']) if (process.env[name]) env[name] = process.env[name]!;
 
 const client = new Client({ name: 'engram-example', version: '1.0.0' });

@@ -32,7 +32,7 @@ export function engramTools({ client, userId }: EngramToolsOptions) {
         additionalProperties: false,
       }),
       execute: async ({ query, limit }) => {
-        const { memories } = await client.memories.recall({ ...userField(userId), query, ...(limit === undefined ? {} : { limit }) } as never);
+        const { memories } = await client.memories.recall({ ...userField(userId), query, ...(limit === undefined ? {} : { limit }) });
         return { memories: memories.map(brief) };
       },
     }),
@@ -52,7 +52,7 @@ export function engramTools({ client, userId }: EngramToolsOptions) {
       }),
       execute: async ({ content, importance, category }) => {
         const memory = { content, ...(importance === undefined ? {} : { importance }), ...(category === undefined ? {} : { category }) };
-        const { memories } = await client.memories.add({ ...userField(userId), memories: [memory] } as never);
+        const { memories } = await client.memories.add({ ...userField(userId), memories: [memory] });
         return { id: memories[0]!.id, content: memories[0]!.content };
       },
     }),
@@ -99,7 +99,7 @@ export function engramMiddleware(options: EngramMiddlewareOptions): LanguageMode
         { role: 'user' as const, content: user },
         { role: 'assistant' as const, content: answer },
       ];
-      const accepted = await client.memories.extract({ ...userField(userId), messages } as never);
+      const accepted = await client.memories.extract({ ...userField(userId), messages });
       onExtract?.(accepted);
     } catch (error) {
       onError(error, 'extract');
@@ -111,7 +111,7 @@ export function engramMiddleware(options: EngramMiddlewareOptions): LanguageMode
       const query = lastUserText(params.prompt);
       if (query === '') return params;
       try {
-        const { memories } = await client.memories.recall({ ...userField(userId), query, limit } as never);
+        const { memories } = await client.memories.recall({ ...userField(userId), query, limit });
         if (memories.length === 0) return params;
         const lines = memories.map((m) => `- ${m.content}`).join('\n');
         const system = { role: 'system' as const, content: `What you know about the user (from memory, most relevant first):\n${lines}` };

@@ -82,10 +82,10 @@ export class EngramStore extends BaseStore {
     const stored: StoredItem = { namespace: path, path: JSON.stringify(path), prefixes: prefixesOf(path), key, value };
     const fields = { content: contentOf(value), metadata: { langgraph: stored } };
     if (existing) {
-      await this.client.memories.update(existing.id, fields as never);
+      await this.client.memories.update(existing.id, fields);
       return;
     }
-    await this.client.memories.add({ user_id: user, ...(this.agentId ? { agent_id: this.agentId } : {}), memories: [fields] } as never);
+    await this.client.memories.add({ user_id: user, ...(this.agentId ? { agent_id: this.agentId } : {}), memories: [fields] });
   }
 
   private async searchOp({ namespacePrefix, filter, limit = 10, offset = 0, query }: SearchOperation): Promise<SearchItem[]> {
@@ -103,7 +103,7 @@ export class EngramStore extends BaseStore {
         // A store search ranks what is in scope, as LangGraph's stores do, with no relevance floor.
         min_relevance: 0,
         filters: { ...(this.agentId ? { agent_id: this.agentId } : {}), ...(metadata ? { metadata } : {}) },
-      } as never);
+      });
       return memories.slice(offset, offset + limit).map((m) => ({ ...toItem(m), score: m.score }));
     }
     // Without a query there is nothing to rank by: newest first, as the list answers them.
@@ -144,7 +144,7 @@ export class EngramStore extends BaseStore {
       limit: 1,
       min_relevance: 0,
       filters: { ...(this.agentId ? { agent_id: this.agentId } : {}), metadata: { langgraph: { path: JSON.stringify(path), key } } },
-    } as never);
+    });
     if (memories[0]) return memories[0];
     if (path.length > 0 || !UUID.test(key)) return undefined;
     try {

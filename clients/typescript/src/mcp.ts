@@ -95,11 +95,11 @@ export function createEngramMcpServer(options: EngramMcpOptions): McpServer {
         }
         if (content !== undefined) {
           const memory = { content, ...(importance === undefined ? {} : { importance }), ...(category === undefined ? {} : { category }) };
-          const { memories } = await client.memories.add({ ...user, memories: [memory] } as Parameters<Engram['memories']['add']>[0]);
+          const { memories } = await client.memories.add({ ...user, memories: [memory] });
           const stored = memories[0]!;
           return { content: text(`Remembered: ${stored.content} (id ${stored.id})`) };
         }
-        const accepted = await client.memories.extract({ ...user, messages: messages! } as Parameters<Engram['memories']['extract']>[0]);
+        const accepted = await client.memories.extract({ ...user, messages: messages! });
         const job = await client.jobs.wait(accepted.job_id, { timeoutMs: waitMs });
         const report = await describeJob(client, job);
         return job.status === 'failed' ? { isError: true, content: text(report) } : { content: text(report) };
@@ -122,7 +122,7 @@ export function createEngramMcpServer(options: EngramMcpOptions): McpServer {
     },
     ({ query, limit }) =>
       guarded(async () => {
-        const { memories } = await client.memories.recall({ ...user, query, ...(limit === undefined ? {} : { limit }) } as Parameters<Engram['memories']['recall']>[0]);
+        const { memories } = await client.memories.recall({ ...user, query, ...(limit === undefined ? {} : { limit }) });
         const lines = memories.length === 0 ? 'No memories match.' : memories.map(memoryLine).join('\n');
         return {
           content: text(lines),

@@ -66,7 +66,7 @@ describe('engramTools', () => {
 describe('withEngram', () => {
   it('recalls before the call and extracts the exchange after it (generateText)', async () => {
     const client = await clientFor('ai-cy');
-    await client.memories.add({ memories: [{ content: 'User is vegetarian' }, { content: 'User plays the cello' }, { content: 'User has a cat named Miso' }] } as never);
+    await client.memories.add({ memories: [{ content: 'User is vegetarian' }, { content: 'User plays the cello' }, { content: 'User has a cat named Miso' }] });
     const model = new MockLanguageModelV4({ doGenerate: [answer('A mushroom risotto.')] });
     const jobs: string[] = [];
     const result = await generateText({

@@ -24,7 +24,7 @@ describe('memories', () => {
   it('add stores as given with the defaults filled in, metadata kept; get, update, history and delete follow', async () => {
     const engram = await clientFor('alice');
     const { memories } = await engram.memories.add({
-      memories: [{ content: 'Alice is allergic to peanuts', importance: 9, category: 'health' }, { content: 'Alice plays chess', metadata: { source: 'onboarding' } } as never],
+      memories: [{ content: 'Alice is allergic to peanuts', importance: 9, category: 'health' }, { content: 'Alice plays chess', metadata: { source: 'onboarding' } }],
     });
     expect(memories.map((m) => m.content)).toEqual(['Alice is allergic to peanuts', 'Alice plays chess']);
     expect(memories[1]).toMatchObject({ user_id: 'alice', importance: 5, category: null, metadata: { source: 'onboarding' } });
@@ -47,8 +47,8 @@ describe('memories', () => {
 
   it('recall answers the memories best first with their scores', async () => {
     const engram = await clientFor('bob');
-    await engram.memories.add({ memories: [{ content: 'Bob lives in Lisbon' }, { content: 'Bob is vegetarian and cooks curry' }] } as never);
-    const { memories } = await engram.memories.recall({ query: 'What does Bob cook?', limit: 5 } as never);
+    await engram.memories.add({ memories: [{ content: 'Bob lives in Lisbon' }, { content: 'Bob is vegetarian and cooks curry' }] });
+    const { memories } = await engram.memories.recall({ query: 'What does Bob cook?', limit: 5 });
     expect(memories[0]).toMatchObject({ content: 'Bob is vegetarian and cooks curry', score: expect.any(Number), scores: { relevance: expect.any(Number) } });
     const scores = memories.map((m) => m.score);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
@@ -57,7 +57,7 @@ describe('memories', () => {
   it('list answers one page when awaited, and every memory of every page when iterated', async () => {
     const engram = await clientFor('carol');
     const contents = Array.from({ length: 5 }, (_, i) => `Carol fact number ${i}`);
-    for (const content of contents) await engram.memories.add({ memories: [{ content }] } as never);
+    for (const content of contents) await engram.memories.add({ memories: [{ content }] });
 
     const first = await engram.memories.list({ limit: 2 });
     expect(first.memories).toHaveLength(2);
@@ -74,7 +74,7 @@ describe('memories', () => {
 
   it('erase deletes everything held about the user and answers a receipt', async () => {
     const engram = await clientFor('dave');
-    await engram.memories.add({ memories: [{ content: 'Dave drives a red car' }, { content: 'Dave has two cats' }] } as never);
+    await engram.memories.add({ memories: [{ content: 'Dave drives a red car' }, { content: 'Dave has two cats' }] });
     const receipt = await engram.memories.erase();
     expect(receipt).toEqual({ deleted: 2, erasure_id: expect.any(String) });
     expect((await engram.memories.list()).memories).toEqual([]);
@@ -82,8 +82,8 @@ describe('memories', () => {
 
   it('a service token with memories:act_as names the user on each call', async () => {
     const agent = new Engram({ baseURL: service.url, token: await service.token('agent-1', 'memories:read memories:write memories:act_as') });
-    await agent.memories.add({ user_id: 'erin', memories: [{ content: 'Erin speaks Portuguese' }] } as never);
-    const { memories } = await agent.memories.recall({ user_id: 'erin', query: 'Which language does Erin speak?' } as never);
+    await agent.memories.add({ user_id: 'erin', memories: [{ content: 'Erin speaks Portuguese' }] });
+    const { memories } = await agent.memories.recall({ user_id: 'erin', query: 'Which language does Erin speak?' });
     expect(memories.map((m) => m.content)).toEqual(['Erin speaks Portuguese']);
     const page = await agent.memories.list({ user_id: 'agent-1' });
     expect(page.memories).toEqual([]);
@@ -93,7 +93,7 @@ describe('memories', () => {
 describe('extraction and jobs', () => {
   it('extract queues a job that jobs.wait follows to its end', async () => {
     const engram = await clientFor('frank');
-    const accepted = await engram.memories.extract({ messages: [{ role: 'user', content: 'I just moved to Berlin. I work as a nurse.' }] } as never);
+    const accepted = await engram.memories.extract({ messages: [{ role: 'user', content: 'I just moved to Berlin. I work as a nurse.' }] });
     expect(accepted).toMatchObject({ status: 'queued', status_url: `/jobs/${accepted.job_id}` });
     const job = await engram.jobs.wait(accepted.job_id, { timeoutMs: 20_000 });
     expect(job).toMatchObject({ job_id: accepted.job_id, status: 'succeeded', result: { added: 2 } });
@@ -105,13 +105,13 @@ describe('extraction and jobs', () => {
   it('the same idempotency key gives the same job; without one, each call is a new job', async () => {
     const engram = await clientFor('gina');
     const body = { messages: [{ role: 'user' as const, content: 'I like green tea.' }] };
-    const a = await engram.memories.extract(body as never, { idempotencyKey: 'conversation-7' });
-    const b = await engram.memories.extract(body as never, { idempotencyKey: 'conversation-7' });
+    const a = await engram.memories.extract(body, { idempotencyKey: 'conversation-7' });
+    const b = await engram.memories.extract(body, { idempotencyKey: 'conversation-7' });
     expect(b.job_id).toBe(a.job_id);
-    const c = await engram.memories.extract(body as never);
-    const d = await engram.memories.extract(body as never);
+    const c = await engram.memories.extract(body);
+    const d = await engram.memories.extract(body);
     expect(new Set([a.job_id, c.job_id, d.job_id]).size).toBe(3);
-    const conflict = await engram.memories.extract({ messages: [{ role: 'user', content: 'Other.' }] } as never, { idempotencyKey: 'conversation-7' }).catch((e: unknown) => e);
+    const conflict = await engram.memories.extract({ messages: [{ role: 'user', content: 'Other.' }] }, { idempotencyKey: 'conversation-7' }).catch((e: unknown) => e);
     expect(conflict).toMatchObject({ status: 409, code: 'idempotency_conflict' });
   });
 
@@ -119,7 +119,7 @@ describe('extraction and jobs', () => {
     const engram = await clientFor('hank');
     // A job of another user's id is a 404 for this token, so wait on a real but slow-to-start job instead:
     // with a zero bound the first answer is returned whatever its status.
-    const accepted = await engram.memories.extract({ messages: [{ role: 'user', content: 'I own a boat.' }] } as never);
+    const accepted = await engram.memories.extract({ messages: [{ role: 'user', content: 'I own a boat.' }] });
     const job = await engram.jobs.wait(accepted.job_id, { timeoutMs: 0 });
     expect(job.job_id).toBe(accepted.job_id);
     expect(['queued', 'running', 'succeeded']).toContain(job.status);
@@ -129,7 +129,7 @@ describe('extraction and jobs', () => {
 describe('errors and tokens', () => {
   it('invalid input throws EngramError with the service\'s detail, code, request id and field errors', async () => {
     const engram = await clientFor('ivan');
-    const error = await engram.memories.add({ memories: [{ content: '', importance: 11 }] } as never).catch((e: unknown) => e);
+    const error = await engram.memories.add({ memories: [{ content: '', importance: 11 }] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EngramError);
     const e = error as EngramError;
     expect(e).toMatchObject({ status: 400, code: 'validation_failed', detail: expect.any(String), requestId: expect.any(String) });
@@ -145,10 +145,10 @@ describe('errors and tokens', () => {
     const tokens = [await service.token('judy'), await service.token('judy', 'memories:read')];
     let calls = 0;
     const engram = new Engram({ baseURL: service.url, token: async () => tokens[Math.min(calls++, 1)]! });
-    await engram.memories.add({ memories: [{ content: 'Judy runs marathons' }] } as never);
+    await engram.memories.add({ memories: [{ content: 'Judy runs marathons' }] });
     // The second token may only read: the rotation is visible as a 403 on a write.
     expect((await engram.memories.list()).memories).toHaveLength(1);
-    await expect(engram.memories.add({ memories: [{ content: 'x' }] } as never)).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+    await expect(engram.memories.add({ memories: [{ content: 'x' }] })).rejects.toMatchObject({ status: 403, code: 'forbidden' });
     expect(calls).toBe(3);
   });
 
@@ -209,7 +209,7 @@ describe('retries', () => {
       { status: 202, body: accepted },
     ];
     const engram = new Engram({ baseURL: url, token: 't' });
-    await expect(engram.memories.extract({ messages: [{ role: 'user', content: 'hi' }] } as never)).resolves.toEqual(accepted);
+    await expect(engram.memories.extract({ messages: [{ role: 'user', content: 'hi' }] })).resolves.toEqual(accepted);
     expect(seen).toHaveLength(3);
     const keys = seen.map((h) => h['idempotency-key']);
     expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);

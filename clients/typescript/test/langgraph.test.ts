@@ -66,7 +66,7 @@ describe('EngramStore', () => {
 
   it('memories the store did not write are items under [user_id], keyed by their id', async () => {
     const { client, store } = await storeFor('lg-cat');
-    const { memories } = await client.memories.add({ memories: [{ content: 'Cat has a parrot' }] } as never);
+    const { memories } = await client.memories.add({ memories: [{ content: 'Cat has a parrot' }] });
     const id = memories[0]!.id;
     expect(await store.get(['lg-cat'], id)).toMatchObject({ key: id, namespace: ['lg-cat'], value: { content: 'Cat has a parrot', importance: 5 } });
     const [hit] = await store.search(['lg-cat'], { query: 'parrot' });
