@@ -18,7 +18,7 @@ const CLIENT_TESTS = 'clients/typescript/test/**/*.test.ts';
 
 export default defineConfig({
   test: {
-    globalSetup: ['test/support/global-setup.ts'],
+    globalSetup: ['test/support/global-setup.ts', 'test/support/client-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 90_000,
     // Files share one PostgreSQL and one Redis and isolate themselves by tenant (or by a database
