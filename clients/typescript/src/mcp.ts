@@ -47,7 +47,9 @@ const text = (value: string): CallToolResult['content'] => [{ type: 'text', text
 function toolError(error: unknown): CallToolResult {
   if (error instanceof EngramError) {
     const where = error.status === undefined ? error.code : `${error.status} ${error.code}`;
-    const fields = error.errors?.length ? ` (${error.errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; ')})` : '';
+    // The detail usually names the invalid fields already; add only those it does not.
+    const unnamed = (error.errors ?? []).filter((e) => !error.detail.includes(`${e.path} ${e.message}`));
+    const fields = unnamed.length > 0 ? ` (${unnamed.map((e) => `${e.path || '/'}: ${e.message}`).join('; ')})` : '';
     return { isError: true, content: text(`Engram refused the call (${where}): ${error.detail}${fields}`) };
   }
   return { isError: true, content: text(`Engram call failed: ${error instanceof Error ? error.message : String(error)}`) };

@@ -146,7 +146,7 @@ describe.each([
   it('refusals come back as tool errors with the service\'s detail, and the server keeps serving', async () => {
     const blank = await session.client.callTool({ name: 'recall', arguments: { query: '   ' } });
     expect(blank.isError).toBe(true);
-    expect(textOf(blank)).toMatch(/^Engram refused the call \(400 validation_failed\): .*\/query/);
+    expect(textOf(blank)).toMatch(/^Engram refused the call \(400 validation_failed\): .*\/query must not be blank$/);
     const both = await session.client.callTool({ name: 'remember', arguments: { content: 'x', messages: [{ role: 'user', content: 'y' }] } });
     expect(both).toMatchObject({ isError: true });
     expect(textOf(both)).toContain('exactly one');
