@@ -117,8 +117,7 @@ describe('extraction and jobs', () => {
 
   it('jobs.wait answers the job as it is when the bound passes first', async () => {
     const engram = await clientFor('hank');
-    // A job of another user's id is a 404 for this token, so wait on a real but slow-to-start job instead:
-    // with a zero bound the first answer is returned whatever its status.
+    // With a zero bound the first answer is returned, whatever the job's status then.
     const accepted = await engram.memories.extract({ messages: [{ role: 'user', content: 'I own a boat.' }] });
     const job = await engram.jobs.wait(accepted.job_id, { timeoutMs: 0 });
     expect(job.job_id).toBe(accepted.job_id);
