@@ -22,7 +22,6 @@ export const extractBody = z
     instructions: instructionsText.optional().meta({ description: "Replaces the tenant's `extraction.instructions` for this job only." }),
     categories: categoryList.min(1).optional().meta({ description: "Replaces the tenant's `extraction.categories` for this job only." }),
   })
-  .meta({ id: 'ExtractRequest' })
   .superRefine((body, ctx) => {
   // infer: false stores user messages as written: one that could not be stored whole is refused
   // now, rather than cut short later.

@@ -107,7 +107,6 @@ export const ERRORS = {
   401: ref('Unauthorized'),
   403: ref('Forbidden'),
   404: ref('NotFound'),
-  405: ref('MethodNotAllowed'),
   409: ref('Conflict'),
   413: ref('PayloadTooLarge'),
   415: ref('UnsupportedMediaType'),
@@ -149,7 +148,8 @@ export function defineRoute<const R extends Declared>(declared: R) {
   return createRoute({
     ...route,
     ...extra,
-    security: scope ? [{ oauth2: [scope] }, { bearerAuth: [scope] }] : [],
+    // Scopes hang on the OAuth2 scheme, where tools read them; a bearer JWT carrying them works too.
+    security: scope ? [{ oauth2: [scope] }, { bearerAuth: [] }] : [],
     middleware,
     responses: { ...errors, ...route.responses } as R['responses'] & Responses,
   } as Omit<R, 'scope' | 'public'> & { middleware: MiddlewareHandler<AppEnv>[] });

@@ -3,7 +3,9 @@ import type { memories } from '../db/schema.js';
 
 /**
  * The request and response schemas of the memories routes; openapi.yaml is generated from them.
- * Building blocks stay inline in the document; objects get a component name with `.meta({ id })`.
+ * Building blocks stay inline in the document; objects get a component name with `.meta({ id })`,
+ * except request bodies: inline under `requestBody`, a field with a default (`.default()`) is
+ * optional in the types openapi-typescript generates, where in a component it would be required.
  */
 export const idText = z.string().trim().min(1).max(256);
 const ID_TEXT = 'A caller-chosen identifier; surrounding whitespace is trimmed, then 1–256 characters.';
@@ -44,7 +46,7 @@ export const memoryIdParams = z.object({
 });
 
 /** Days a memory is kept from now; instead of `expires_at`. */
-export const ttlDays = z.number().int().min(1).max(36_500).meta({ id: 'TtlDays', description: 'The memory expires this many days from now (instead of `expires_at`).' });
+export const ttlDays = z.number().int().min(1).max(36_500).meta({ description: 'The memory expires this many days from now (instead of `expires_at`).' });
 const oneExpiry = (b: { expires_at?: unknown; ttl_days?: unknown }) => b.expires_at === undefined || b.ttl_days === undefined;
 const oneExpiryIssue = { message: 'give expires_at or ttl_days, not both', path: ['ttl_days'] };
 
@@ -73,8 +75,7 @@ export const addMemoriesBody = z
     agent_id: idText.nullable().optional().meta({ description: `The agent recording them. ${ID_TEXT}` }),
     run_id: idText.nullable().optional().meta({ description: `The run (session) they come from. ${ID_TEXT}` }),
     memories: z.array(newMemoryInput).min(1).max(1000),
-  })
-  .meta({ id: 'AddMemoriesRequest' });
+  });
 export type AddMemoriesBody = z.output<typeof addMemoriesBody>;
 
 export const patchMemoryBody = z
@@ -88,7 +89,7 @@ export const patchMemoryBody = z
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'at least one of content, importance, category, metadata, expires_at, ttl_days is required' })
   .refine(oneExpiry, oneExpiryIssue)
-  .meta({ id: 'PatchMemoryRequest', description: 'At least one field.', minProperties: 1 });
+  .meta({ description: 'At least one field.', minProperties: 1 });
 export type PatchMemoryBody = z.output<typeof patchMemoryBody>;
 
 const booleanQuery = z.enum(['true', 'false']).default('false').transform((v) => v === 'true');
@@ -113,8 +114,7 @@ export const deleteMemoriesBody = z
       .max(1000)
       .optional()
       .meta({ description: 'The memories to delete; without it, everything held about the user is erased.' }),
-  })
-  .meta({ id: 'DeleteMemoriesRequest' });
+  });
 export type DeleteMemoriesBody = z.output<typeof deleteMemoriesBody>;
 
 const memoryFields = {

@@ -1,7 +1,7 @@
 import { SCOPES } from '../auth/principal.js';
 import { defineRoute, jsonBody, jsonResponse, type Router } from '../http/routing.js';
 import type { Services } from '../shared/context.js';
-import { defaultSettings, settingsSchema, type Settings } from './schemas.js';
+import { defaultSettings, settingsAnswer, settingsSchema, type Settings } from './schemas.js';
 import { getSettings as readSettings, putSettings as writeSettings, SETTINGS_CACHE_TTL_MS } from './service.js';
 
 const EXAMPLE: Settings = {
@@ -28,7 +28,7 @@ export const getSettings = defineRoute({
 
 The token's tenant's settings, every key present; a tenant that never set any gets the defaults.`,
   scope: SCOPES.read,
-  responses: { 200: jsonResponse(settingsSchema, 'The settings.', defaultSettings()) },
+  responses: { 200: jsonResponse(settingsAnswer, 'The settings.', defaultSettings()) },
 });
 
 export const putSettings = defineRoute({
@@ -46,7 +46,7 @@ runs, except that its transcript was redacted (or not) under the \`pii.mode\` in
 was accepted.`,
   scope: SCOPES.admin,
   request: { body: jsonBody(settingsSchema, EXAMPLE) },
-  responses: { 200: jsonResponse(settingsSchema, 'The settings now in force, every key present.', EXAMPLE) },
+  responses: { 200: jsonResponse(settingsAnswer, 'The settings now in force, every key present.', EXAMPLE) },
 });
 
 export const settingsRoutes = [getSettings, putSettings];

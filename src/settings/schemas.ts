@@ -1,13 +1,15 @@
 import { z } from 'zod';
 
-/** A category name as extraction writes it: one lowercase word (letters, digits, _ or -). */
+/** A category name as extraction writes it: one lowercase word. */
 export const categoryName = z
   .string()
   .trim()
   .min(1)
   .max(64)
-  .regex(/^[\p{Ll}\p{Lo}\p{N}][\p{Ll}\p{Lo}\p{N}_-]*$/u, 'must be one lowercase word (letters, digits, "_" or "-")')
-  .meta({ description: 'One lowercase word (letters, digits, `_` or `-`).' });
+  // An ASCII pattern (the document's readers lack Unicode classes), and lowercase checked whole.
+  .regex(/^[^\sA-Z]+$/, 'must be one lowercase word')
+  .refine((name) => name === name.toLowerCase(), 'must be one lowercase word')
+  .meta({ description: 'One lowercase word: no white space, no capitals.' });
 
 export const categoryDefinition = z
   .strictObject({
@@ -79,7 +81,9 @@ export const settingsSchema = z.strictObject({
     })
     .default({ default_ttl_days: null, by_category: {} })
     .refine((r) => Object.keys(r.by_category).length <= MAX_CATEGORIES, { message: `at most ${MAX_CATEGORIES} categories`, path: ['by_category'] }),
-}).meta({ id: 'Settings', description: "A tenant's governance of what is remembered. A PUT replaces it whole; a missing key takes its default." });
+}).meta({ description: "A tenant's governance of what is remembered. A PUT replaces it whole; a missing key takes its default." });
+/** The same, named as a component for the answers (request bodies stay inline in the document). */
+export const settingsAnswer = settingsSchema.meta({ id: 'Settings' });
 export type Settings = z.output<typeof settingsSchema>;
 export type PiiMode = Settings['pii']['mode'];
 
