@@ -11,7 +11,7 @@ import { contentHash, normaliseFactText } from './normalise.js';
 import { jobPayload, type JobPayload, type JobResult } from './schemas.js';
 import type { ExtractedFact, Extractor, ResolvedOperation, Resolver } from './types.js';
 import type { Config } from '../config.js';
-import { governFacts, guidanceFor, type SkippedCounts } from '../governance/facts.js';
+import { governFacts, governMerged, guidanceFor, type SkippedCounts } from '../governance/facts.js';
 import { eraseExpiredOfUser, expiryFor } from '../governance/retention.js';
 import type { Settings } from '../settings/schemas.js';
 import { tenantSettings } from '../settings/service.js';
@@ -322,7 +322,7 @@ async function applyUnderLock(
         continue;
       }
       // UPDATE: the new fact replaces the old, which keeps its row with valid_to and a link.
-      const content = op.content.trim() || plannedFact.fact.content;
+      const content = governMerged(op.content.trim(), plannedFact.fact.content, governed.settings);
       const embedding = content === plannedFact.fact.content ? plannedFact.embedding : (await deps.embedder.embed([content], usage))[0]!;
       if (!target || target.validTo !== null) {
         // The target changed since resolution (another job got there first): keep the fact as an add.

@@ -59,3 +59,16 @@ export function governFacts(facts: ExtractedFact[], settings: Settings, guidance
   }
   return { kept, skipped };
 }
+
+/**
+ * The resolver's merged text for an UPDATE goes through the same door as a fact: redacted under
+ * the tenant's PII mode, and replaced by the fact it merges when it reads as an instruction or
+ * (under `reject`) holds personal data.
+ */
+export function governMerged(merged: string, fact: string, settings: Settings): string {
+  if (merged === '' || isSuspicious(merged)) return fact;
+  if (settings.pii.mode === 'off') return merged;
+  const redaction = redactPii(merged);
+  if (settings.pii.mode === 'reject' && redaction.kinds.length > 0) return fact;
+  return redaction.text;
+}
