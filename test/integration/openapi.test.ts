@@ -130,7 +130,7 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
       }
       const scope = op['x-required-scope'];
       expect(scope, `${where} x-required-scope`).toMatch(/^(memories:(read|write|delete)|engram:(admin|operator))$/);
-      expect(op.security, `${where} security`).toEqual([{ oauth2: [scope] }, { bearerAuth: [scope] }]);
+      expect(op.security, `${where} security`).toEqual([{ oauth2: [scope] }, { bearerAuth: [] }]);
       expect(op.description, `${where} description names its scope`).toContain(`**Required scope:** \`${scope}\``);
       for (const status of ['401', '403', '429', '503']) expect(responses[status], `${where} documents ${status}`).toBeDefined();
       expect(deref(responses['401'].headers['WWW-Authenticate']).required).toBe(true);
