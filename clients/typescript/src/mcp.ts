@@ -49,7 +49,9 @@ function toolError(error: unknown): CallToolResult {
     // The detail usually names the invalid fields already; add only those it does not.
     const unnamed = (error.errors ?? []).filter((e) => !error.detail.includes(`${e.path} ${e.message}`));
     const fields = unnamed.length > 0 ? ` (${unnamed.map((e) => `${e.path || '/'}: ${e.message}`).join('; ')})` : '';
-    return { isError: true, content: text(`Engram refused the call (${where}): ${error.detail}${fields}`) };
+    // No status: the service never answered, so it refused nothing.
+    const lead = error.status === undefined ? 'Engram could not be reached' : 'Engram refused the call';
+    return { isError: true, content: text(`${lead} (${where}): ${error.detail}${fields}`) };
   }
   return { isError: true, content: text(`Engram call failed: ${error instanceof Error ? error.message : String(error)}`) };
 }
