@@ -3,7 +3,7 @@
  * memories holds at 1,000, 10,000 and 100,000 memories, at 512 and 1,536 dimensions.
  *
  *   npm run bench -- scale [--sizes 1000,10000,100000] [--dims 512,1536] [--queries 100]
- *     [--strategies exact,binary,hnsw,ivfflat] [--out figures.json]
+ *     [--strategies exact,binary,hnswbits,hnsw,ivfflat] [--out figures.json]
  *
  * Each size gets a fresh table shaped like `memories` where it matters (tenant and user leading the
  * keys, the vector inline in the row as migration 0003 keeps it, a stored `bit` column from
@@ -19,6 +19,8 @@
  * - exact: the scan recall does today;
  * - binary (n): the `bit` column's Hamming distance scanned exactly through the covering index
  *   (an index-only scan, no ANN index), the best n re-ranked by the full vectors' cosine;
+ * - hnsw on bits (n): an HNSW index (bit_hamming_ops) on the `bit` column, its n nearest re-ranked
+ *   by the full vectors (ef_search n, iterative scan);
  * - hnsw (ef): pgvector's HNSW (m 16, ef_construction 64) with `hnsw.iterative_scan =
  *   relaxed_order`, as an expression index on `embedding::vector(d)`;
  * - ivfflat (probes): lists = rows / 1000 (at least 10), `ivfflat.iterative_scan = relaxed_order`.
@@ -38,7 +40,7 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '1000,10000,100000' },
     dims: { type: 'string', default: '512,1536' },
     queries: { type: 'string', default: '100' },
-    strategies: { type: 'string', default: 'exact,binary,hnsw,ivfflat' },
+    strategies: { type: 'string', default: 'exact,binary,hnswbits,hnsw,ivfflat' },
     out: { type: 'string' },
   },
 });
@@ -198,6 +200,30 @@ try {
         print({ dims, size, strategy: 'insert with hnsw', insert_per_s: Math.round(rate) });
         await sql.unsafe(`delete from items where occurred_at >= $1::timestamptz`, [new Date(Date.UTC(2024, 0, 1) + 10_000_000 * 60_000).toISOString()]);
         await sql.unsafe('drop index items_hnsw');
+      }
+
+      if (strategies.has('hnswbits')) {
+        const t = performance.now();
+        await sql.unsafe(`create index items_hnsw_bits on items using hnsw ((embedding_bits::bit(${dims})) bit_hamming_ops)`);
+        const build = (performance.now() - t) / 1000;
+        const [s] = await sql.unsafe(`select pg_relation_size('items_hnsw_bits') as b`);
+        for (const n of [200, 400]) {
+          const r = await timed(queries, async (q) => ids(await sql.begin(async (tx) => {
+            await tx.unsafe(`set local hnsw.ef_search = ${n}; set local hnsw.iterative_scan = relaxed_order`);
+            return tx.unsafe(`with near as materialized (
+                select id from items where tenant_id = 't' and user_id = 'u' and valid_to is null
+                order by embedding_bits::bit(${dims}) <~> binary_quantize($1::vector)::bit(${dims}) limit ${n})
+              select m.id from items m where m.id in (select id from near) and m.tenant_id = 't'
+              order by m.embedding <=> $1::vector, m.id limit 10`, [q]);
+          })), exact.answers);
+          print({ dims, size, strategy: `hnsw on bits (${n})`, p50_ms: r.p50_ms, p95_ms: r.p95_ms, recall_at_10: r.recall_at_10, build_s: round(build, 1), index_mb: round(Number(s!.b) / 2 ** 20, 1) });
+        }
+        const sample = Array.from({ length: 2000 }, () => noisy(centres[Math.floor(random() * CENTRES)]!, sigma));
+        const rate = await insert('items', sample, 10_000_000);
+        print({ dims, size, strategy: 'insert with hnsw on bits', insert_per_s: Math.round(rate) });
+        await sql.unsafe(`delete from items where occurred_at >= $1::timestamptz`, [new Date(Date.UTC(2024, 0, 1) + 10_000_000 * 60_000).toISOString()]);
+        await sql.unsafe('drop index items_hnsw_bits');
+        await sql.unsafe('vacuum items');
       }
 
       if (strategies.has('ivfflat')) {

@@ -53,9 +53,8 @@ const envSchema = z.object({
   /** Only `production` changes anything: start-up warns about a superuser login role. */
   NODE_ENV: z.string().trim().min(1).default('development'),
   RECALL_HALF_LIFE_HOURS: z.coerce.number().positive().max(1_000_000).default(720),
-  // Measured on LoCoMo with the offline embedder (README, "Recall"): the floor that leaves another
-  // user's questions about 3 memories at limit 10 while costing recall@10 at most 0.01.
-  RECALL_MIN_RELEVANCE: z.coerce.number().min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').default(0.17),
+  // No schema default: unset, the floor is the embedder's own (DEFAULT_MIN_RELEVANCE).
+  RECALL_MIN_RELEVANCE: z.coerce.number().min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').optional(),
   MAX_BODY_BYTES: int(1024, 100 * 1024 * 1024).default(1_048_576),
   RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(0),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -110,7 +109,8 @@ export interface Config {
     clockToleranceSeconds: number;
     maxTokenAgeSeconds: number;
   };
-  recall: { halfLifeHours: number; minRelevance: number };
+  /** `minRelevance`: RECALL_MIN_RELEVANCE when set; undefined, the serving embedder's default (minRelevanceFor). */
+  recall: { halfLifeHours: number; minRelevance: number | undefined };
   /**
    * Which embedder fills the database. `kind` is what was asked for (EMBEDDINGS, else the default);
    * the `explicit` flags say what was given, since a database keeps the embedder it was filled with
@@ -175,6 +175,24 @@ export type EmbedderKind = 'openai' | 'local' | 'lexical';
  */
 export const OFFLINE_DEFAULT_EMBEDDER: EmbedderKind = 'lexical';
 export const DEFAULT_EMBEDDING_DIMENSIONS = 1536;
+
+/**
+ * RECALL_MIN_RELEVANCE's default for each embedder: the floor that leaves another user's questions
+ * about 3 memories at limit 10 while costing recall@10 at most 0.01 on LoCoMo (README, "Recall";
+ * `npm run bench -- fusion --floors …` replays them). A semantic embedder's cosine part is larger
+ * for unrelated text too (USE lite: ~0.3), so its floor is higher. An OpenAI-compatible endpoint
+ * keeps the lexical one until measured with one.
+ */
+export const DEFAULT_MIN_RELEVANCE: Readonly<Record<EmbedderKind, number>> = Object.freeze({
+  lexical: 0.17,
+  local: 0.17,
+  openai: 0.17,
+});
+
+/** The relevance floor a recall without `min_relevance` gets, with the embedder that serves it. */
+export function minRelevanceFor(config: Pick<Config, 'recall'>, kind: EmbedderKind): number {
+  return config.recall.minRelevance ?? DEFAULT_MIN_RELEVANCE[kind];
+}
 
 export class ConfigError extends Error {
   constructor(

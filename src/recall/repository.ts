@@ -178,33 +178,51 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
 export const QUANTIZED_RERANK = 400;
 /** At most this many memories holding one query lexeme join the text arm of a large scope. */
 export const LARGE_SCOPE_MATCHES_PER_TERM = 300;
+/** A large scope's size (BM25's N) is counted up to this many memories; a larger one counts as this. */
+export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
 
 /**
  * The signals of a scope too large to scan (more than the scan limit), over all of it:
  * - vector arm: each memory's quantized embedding (`embedding_bits`, a bit a dimension, migration
- *   0009) compared by Hamming distance through an index-only scan of the (tenant, user) index that
- *   holds it; the nearest QUANTIZED_RERANK are re-ranked by their full vectors' cosine;
+ *   0009) compared by Hamming distance, through the bits' HNSW index with pgvector's iterative
+ *   scan (the user's rows only) where the size has one (512 and 1,536), else exactly on the
+ *   covering (tenant, user) index; the nearest QUANTIZED_RERANK are re-ranked by their full
+ *   vectors' cosine;
  * - text arm: through the search_text GIN index, the memories holding each query lexeme, at most
  *   LARGE_SCOPE_MATCHES_PER_TERM a lexeme (a rare lexeme, the kind that tells memories apart, is
  *   never cut; only one held by more memories than that);
- * - N is the scope's size (counted on the narrow index); avgdl and the lexemes' df are those of the
- *   memories read, so a lexeme that was cut counts fewer memories than hold it.
- * On a scope no larger than the re-rank, every memory is read and the answer is the scan's.
+ * - N is the scope's size (counted up to LARGE_SCOPE_COUNT_LIMIT on the narrow index); avgdl and
+ *   the lexemes' df are those of the memories read, so a lexeme that was cut counts fewer.
+ * On a scope no larger than the re-rank every memory is read, and the answer is the scan's.
  */
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
   const vector = `[${q.embedding.join(',')}]`;
   const where = scopeConditions(q);
-  const [raw] = await query<RawSignals>(
-    tx,
-    sql`
+  // A literal, so the planner sees the partial HNSW index's predicate (an integer: no injection).
+  const dims = sql.raw(String(Math.trunc(q.embedding.length)));
+  // Two statements, each with its settings (SET LOCAL, pipelined): the vector arm wants the HNSW
+  // index scan; the text arm must not walk the user's rows one by one filtering on words (what the
+  // planner picks for a LIMIT under an unknown lexeme), so plain index scans are off for it and it
+  // reads the GIN index's bitmap.
+  const [, near] = await Promise.all([
+    query(tx, sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(QUANTIZED_RERANK)}, true)`),
+    query<{ ids: string | null }>(
+      tx,
+      sql`select array_agg(n.id)::text as ids from (
+            select m.id from memories m
+            where ${where} and length(m.embedding_bits) = ${dims}
+            order by m.embedding_bits::bit(${dims}) <~> binary_quantize(${vector}::vector)::bit(${dims})
+            limit ${QUANTIZED_RERANK}) n`,
+    ),
+  ]);
+  const nearIds = near[0]?.ids ?? '{}';
+  const [, rows] = await Promise.all([
+    query(tx, sql`select set_config('enable_indexscan', 'off', true)`),
+    query<RawSignals>(
+      tx,
+      sql`
       with ${queryLexemeCtes(q)},
-      total as materialized (select count(*) as n from memories m where ${where}),
-      near as materialized (
-        select m.id from memories m
-        where ${where} and length(m.embedding_bits) = ${q.embedding.length}
-        order by m.embedding_bits <~> binary_quantize(${vector}::vector), m.id
-        limit ${QUANTIZED_RERANK}
-      ),
+      total as materialized (select count(*) as n from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c),
       matched as materialized (
         select distinct x.id
         from (select distinct lexeme from lexemes) l
@@ -214,18 +232,21 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
           limit ${LARGE_SCOPE_MATCHES_PER_TERM}
         ) x
       ),
+      picked as materialized (select unnest(${nearIds}::uuid[]) as id union select id from matched),
       scope as materialized (
         select m.id, m.importance, m.occurred_at, m.embedding <=> ${vector}::vector as distance,
                length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', q.lexemes), '{a}') as hit
         from memories m
         cross join query q
-        where m.tenant_id = ${q.tenantId} and m.id in (select id from near union select id from matched)
+        where m.tenant_id = ${q.tenantId} and m.id in (select id from picked)
           and vector_dims(m.embedding) = ${q.embedding.length}
       )
       ${signalsSelect(q, sql`(select n from total)`, sql`false`)}
     `,
-  );
-  return parseRecallSignals(raw);
+    ),
+    query(tx, sql`select set_config('enable_indexscan', 'on', true)`),
+  ]);
+  return parseRecallSignals(rows[0]);
 }
 
 /** The statement's row as recall's signals (pure, so it can be measured and tested alone). */

@@ -1,4 +1,5 @@
 import { SCOPES, requireScope, resolveUserId } from '../auth/principal.js';
+import { minRelevanceFor } from '../config.js';
 import { withTenant } from '../db/tenant.js';
 import { toMemoryDto, type MemoryDto } from '../memories/schemas.js';
 import type { RequestContext } from '../shared/context.js';
@@ -148,7 +149,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const now = asOf ?? ctx.services.clock();
   const [embedding] = await ctx.services.embedder.embed([body.query]);
   const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
-  const minRelevance = body.min_relevance ?? ctx.services.config.recall.minRelevance;
+  const minRelevance = body.min_relevance ?? minRelevanceFor(ctx.services.config, ctx.services.embedder.kind);
   const { candidates, ranked } = await tenantLimiter.run(ctx.principal.tenantId, () => withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
     const pool = await collectCandidates(tx, {
       tenantId: ctx.principal.tenantId,
