@@ -10,13 +10,3 @@ ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding_bits bit varying GENERAT
 -- The user's bits and the scope's columns in one narrow index, so the scan is index-only and never
 -- reads the wide rows (an inline 1,536-dimension vector fills most of a page).
 CREATE INDEX IF NOT EXISTS memories_user_bits_idx ON memories (tenant_id, user_id) INCLUDE (embedding_bits, id, occurred_at, valid_to, expires_at);
---> statement-breakpoint
--- An HNSW index on the bits (Hamming distance) for the two sizes the built-in embedders write
--- (1,536: lexical and OpenAI's default; 512: local), partial so each holds only its size: a large
--- scope's nearest few hundred come from it with pgvector's iterative scans (the user's rows only),
--- in a few milliseconds where the exact Hamming scan of 100,000 rows takes tens. On bits, HNSW
--- keeps bulk inserts fast (`npm run bench -- scale`): on full vectors it cut them to ~70 rows/s.
--- Another size has no such index and is answered by the exact scan of the covering index above.
-CREATE INDEX IF NOT EXISTS memories_bits_hnsw_1536 ON memories USING hnsw ((embedding_bits::bit(1536)) bit_hamming_ops) WHERE length(embedding_bits) = 1536;
---> statement-breakpoint
-CREATE INDEX IF NOT EXISTS memories_bits_hnsw_512 ON memories USING hnsw ((embedding_bits::bit(512)) bit_hamming_ops) WHERE length(embedding_bits) = 512;

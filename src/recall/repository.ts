@@ -184,10 +184,11 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
 /**
  * The signals of a scope too large to scan (more than the scan limit), over all of it:
  * - vector arm: each memory's quantized embedding (`embedding_bits`, a bit a dimension, migration
- *   0009) compared by Hamming distance, through the bits' HNSW index with pgvector's iterative
- *   scan (the user's rows only) where the size has one (512 and 1,536), else exactly on the
- *   covering (tenant, user) index; the nearest QUANTIZED_RERANK are re-ranked by their full
- *   vectors' cosine;
+ *   0009) compared by Hamming distance exactly, on the covering (tenant, user) index (an
+ *   index-only scan: the wide rows are not read), or through an HNSW index on the bits with
+ *   pgvector's iterative scan where an operator has made one (README, "Users with many
+ *   memories": faster recall, slower inserts); the nearest QUANTIZED_RERANK are re-ranked by
+ *   their full vectors' cosine;
  * - text arm: through the search_text GIN index, the memories holding each query lexeme, at most
  *   LARGE_SCOPE_MATCHES_PER_TERM a lexeme (a rare lexeme, the kind that tells memories apart, is
  *   never cut; only one held by more memories than that);
@@ -198,10 +199,10 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
   const vector = `[${q.embedding.join(',')}]`;
   const where = scopeConditions(q);
-  // A literal, so the planner sees the partial HNSW index's predicate (an integer: no injection).
+  // A literal, so the planner can match a partial index on one size (an integer: no injection).
   const dims = sql.raw(String(Math.trunc(q.embedding.length)));
-  // Two statements, each with its settings (SET LOCAL, pipelined): the vector arm wants the HNSW
-  // index scan; the text arm must not walk the user's rows one by one filtering on words (what the
+  // Two statements, each with its settings (SET LOCAL, pipelined): the vector arm may use an HNSW
+  // index scan on the bits; the text arm must not walk the user's rows one by one filtering on words (what the
   // planner picks for a LIMIT under an unknown lexeme), so plain index scans are off for it and it
   // reads the GIN index's bitmap.
   const [, near] = await Promise.all([
