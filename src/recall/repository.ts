@@ -191,7 +191,9 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   their full vectors' cosine;
  * - text arm: through the search_text GIN index, the memories holding each query lexeme, at most
  *   LARGE_SCOPE_MATCHES_PER_TERM a lexeme (a rare lexeme, the kind that tells memories apart, is
- *   never cut; only one held by more memories than that);
+ *   never cut; only one held by more memories than that), found by engram_recall_text_matches
+ *   (migration 0009: as the owner, within the current tenant, since row-level security keeps @@
+ *   from using the index); the request's other filters are applied when the rows are read;
  * - N is the scope's size (counted up to LARGE_SCOPE_COUNT_LIMIT on the narrow index); avgdl and
  *   the lexemes' df are those of the memories read, so a lexeme that was cut counts fewer.
  * On a scope no larger than the re-rank every memory is read, and the answer is the scan's.
@@ -201,37 +203,29 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
   const where = scopeConditions(q);
   // A literal, so the planner can match a partial index on one size (an integer: no injection).
   const dims = sql.raw(String(Math.trunc(q.embedding.length)));
-  // Two statements, each with its settings (SET LOCAL, pipelined): the vector arm may use an HNSW
-  // index scan on the bits; the text arm must not walk the user's rows one by one filtering on words (what the
-  // planner picks for a LIMIT under an unknown lexeme), so plain index scans are off for it and it
-  // reads the GIN index's bitmap.
+  // An HNSW index on the bits, where an operator made one, is walked with iterative scans (SET LOCAL).
   const [, near] = await Promise.all([
     query(tx, sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(QUANTIZED_RERANK)}, true)`),
-    query<{ ids: string | null }>(
+    query<{ ids: string | null; documents: number | string }>(
       tx,
-      sql`select array_agg(n.id)::text as ids from (
-            select m.id from memories m
-            where ${where} and length(m.embedding_bits) = ${dims}
-            order by m.embedding_bits::bit(${dims}) <~> binary_quantize(${vector}::vector)::bit(${dims})
-            limit ${QUANTIZED_RERANK}) n`,
+      // The scope's size (BM25's N) in the same round trip, on the same narrow index.
+      sql`select (select array_agg(n.id)::text from (
+                select m.id from memories m
+                where ${where} and length(m.embedding_bits) = ${dims}
+                order by m.embedding_bits::bit(${dims}) <~> binary_quantize(${vector}::vector)::bit(${dims})
+                limit ${QUANTIZED_RERANK}) n) as ids,
+              (select count(*) from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c) as documents`,
     ),
   ]);
   const nearIds = near[0]?.ids ?? '{}';
-  const [, rows] = await Promise.all([
-    query(tx, sql`select set_config('enable_indexscan', 'off', true)`),
-    query<RawSignals>(
-      tx,
-      sql`
+  const documents = Number(near[0]?.documents ?? 0);
+  const [raw] = await query<RawSignals>(
+    tx,
+    sql`
       with ${queryLexemeCtes(q)},
-      total as materialized (select count(*) as n from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c),
       matched as materialized (
-        select distinct x.id
-        from (select distinct lexeme from lexemes) l
-        cross join lateral (
-          select m.id from memories m
-          where ${where} and m.search_text @@ (chr(39) || replace(replace(l.lexeme, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39))::tsquery
-          limit ${LARGE_SCOPE_MATCHES_PER_TERM}
-        ) x
+        select t.id from engram_recall_text_matches(${q.userId}, (select lexemes from query), ${LARGE_SCOPE_MATCHES_PER_TERM},
+          ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz) t
       ),
       picked as materialized (select unnest(${nearIds}::uuid[]) as id union select id from matched),
       scope as materialized (
@@ -239,15 +233,12 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
                length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', q.lexemes), '{a}') as hit
         from memories m
         cross join query q
-        where m.tenant_id = ${q.tenantId} and m.id in (select id from picked)
-          and vector_dims(m.embedding) = ${q.embedding.length}
+        where ${where} and m.id in (select id from picked) and vector_dims(m.embedding) = ${q.embedding.length}
       )
-      ${signalsSelect(q, sql`(select n from total)`, sql`false`)}
+      ${signalsSelect(q, sql`${documents}::int`, sql`false`)}
     `,
-    ),
-    query(tx, sql`select set_config('enable_indexscan', 'on', true)`),
-  ]);
-  return parseRecallSignals(rows[0]);
+  );
+  return parseRecallSignals(raw);
 }
 
 /** The statement's row as recall's signals (pure, so it can be measured and tested alone). */
