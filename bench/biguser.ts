@@ -3,7 +3,7 @@
  * scan up to RECALL_SCAN_LIMIT memories in scope, the indexes past it) against the exact answer.
  *
  *   npm run bench -- biguser [--sizes 1000,2000,10000,100000] [--queries 200] [--data <locomo dir>]
- *     [--backend postgres|pglite]
+ *     [--backend postgres|pglite]   (--data: the LoCoMo split's folder, as bench:locomo reads it)
  *
  * One user's memories are LoCoMo's turns (all conversations, cycled, each copy numbered so that no
  * two are the same fact), stored through `POST /memories` in batches of 1,000 with the service's
@@ -17,7 +17,6 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import postgres from 'postgres';
@@ -34,10 +33,14 @@ const { values } = parseArgs({
   options: {
     sizes: { type: 'string', default: '1000,2000,10000,100000' },
     queries: { type: 'string', default: '200' },
-    data: { type: 'string', default: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../shared/data/locomo-dev') },
+    data: { type: 'string' },
     backend: { type: 'string', default: 'postgres' },
   },
 });
+if (!values.data) {
+  process.stderr.write('bench biguser: --data <folder of the LoCoMo split> is required\n');
+  process.exit(2);
+}
 const sizes = values.sizes!.split(',').map(Number).sort((a, b) => a - b);
 const read = <T>(f: string) => readFileSync(path.join(values.data!, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
 const turns = read<{ content: string }>('memories.jsonl');
