@@ -30,12 +30,16 @@
  */
 import { OpenAPIHono, createRoute, type RouteConfig } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { z } from 'zod';
+import { config as configureZod, type z } from 'zod';
 import type { Scope } from '../auth/principal.js';
 import { DomainError, type FieldError } from '../shared/errors.js';
 import type { AppEnv } from './env.js';
 import { findUnsafeStrings, pointer, readStrictJson } from './input.js';
+import { houseMessage } from './messages.js';
 import { scope as requireScopeMiddleware } from './middleware.js';
+
+// Every field message of a 400 in the service's voice; a schema's own message still wins.
+configureZod({ customError: houseMessage });
 
 export type Router = OpenAPIHono<AppEnv>;
 
