@@ -6,13 +6,14 @@
  *   npm run bench -- startup                        `npm start` to a ready API, embedded mode
  *   npm run bench -- fusion                         recall's text/vector split per embedder (EMBEDDINGS)
  *   npm run bench -- hostile                        one tenant's costly recalls against another's latency
+ *   npm run bench -- ops --quick                    each route's latency over HTTP against its database floor
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile'];
+const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile', 'ops'];
 const [name, ...args] = process.argv.slice(2);
 if (!name || !BENCHMARKS.includes(name)) {
   process.stderr.write(`usage: npm run bench -- <${BENCHMARKS.join('|')}> [options]\n`);

@@ -14,6 +14,8 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
   /** Taking a connection from the pool for a transaction, connecting included. */
   acquireTimeoutMs?: number;
+  /** postgres.js's statement hook: called with each statement's text and serialised parameters (benchmarks). */
+  debug?: (connection: number, text: string, parameters: unknown[]) => void;
 }
 
 type Client = postgres.Sql;
@@ -222,6 +224,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     onnotice: () => {},
     onclose: (connectionId: number) => guards.get(connectionId)?.connectionClosed(),
     connection: { application_name: 'engram' },
+    ...(options.debug ? { debug: options.debug } : {}),
   });
   const db = drizzle(preparingParameterised(client), { schema });
   const inTransaction = pipelinedTransactions(client, db, guards, options.acquireTimeoutMs ?? 1500);
