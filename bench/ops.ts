@@ -327,6 +327,12 @@ const percentile = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
 };
 
+/** A process's CPU time so far (user + system), in ms, from /proc (clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 async function timed(f: () => Promise<unknown>): Promise<number> {
   const t = performance.now();
   await f();
@@ -339,6 +345,10 @@ interface RouteResult {
   p95: number;
   p99: number;
   c8_per_s: number;
+  /** The server process's CPU per call at concurrency 1 (robust to other load on the machine). */
+  server_cpu_ms: number;
+  /** This process's CPU per floor call: postgres.js's own share of the work. */
+  floor_cpu_ms?: number;
   floor_p50?: number;
   floor_p95?: number;
   multiple?: number;
@@ -373,14 +383,20 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
       }
       const httpMs: number[] = [];
       const floorMs: number[] = [];
+      let floorCpuUs = 0;
+      const serverCpuBefore = processCpuMs(server.proc.pid!);
       for (let i = 0; i < n; i++) {
         const call = route.call(i, 0);
         httpMs.push(await timed(() => http.send(call)));
         if (floor) {
           const statements = floor.prepare();
+          const cpu = process.cpuUsage();
           floorMs.push(await timed(() => floor.run(statements)));
+          const used = process.cpuUsage(cpu);
+          floorCpuUs += used.user + used.system;
         }
       }
+      const serverCpuMs = (processCpuMs(server.proc.pid!) - serverCpuBefore) / n;
       const c8Total = route.name === 'add 100' ? Math.floor(C8_REQUESTS / 5) : C8_REQUESTS;
       let next = 0;
       const c8Started = performance.now();
@@ -396,8 +412,10 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
         p95: percentile(httpMs, 0.95),
         p99: percentile(httpMs, 0.99),
         c8_per_s: Math.round(c8PerS),
+        server_cpu_ms: serverCpuMs,
       };
       if (floorMs.length > 0) {
+        result.floor_cpu_ms = floorCpuUs / 1000 / n;
         result.floor_p50 = percentile(floorMs, 0.5);
         result.floor_p95 = percentile(floorMs, 0.95);
         result.multiple = result.p50 / result.floor_p50;
@@ -425,11 +443,12 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
 const ms = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(2));
 function print(backend: string, results: RouteResult[]) {
   console.log(`\n${backend} backend, lexical embedder: ${N} calls per route at concurrency 1 (add 100: ${Math.max(20, Math.floor(N / 5))}), throughput at concurrency 8`);
-  console.log('route            p50 ms  p95 ms  p99 ms   c8 req/s | floor p50  floor p95  p50/floor  goal ms  ok');
+  console.log('(cpu ms: the server process\'s CPU per call at concurrency 1; floor cpu: postgres.js\'s own CPU per replay)');
+  console.log('route            p50 ms  p95 ms  p99 ms   c8 req/s  cpu ms | floor p50  floor p95  floor cpu  p50/floor  goal ms  ok');
   for (const r of results) {
     console.log(
-      `${r.route.padEnd(15)} ${ms(r.p50).padStart(7)} ${ms(r.p95).padStart(7)} ${ms(r.p99).padStart(7)} ${String(r.c8_per_s).padStart(10)} | ` +
-        `${ms(r.floor_p50).padStart(9)} ${ms(r.floor_p95).padStart(10)} ${(r.multiple === undefined ? '—' : `${r.multiple.toFixed(2)}×`).padStart(10)} ` +
+      `${r.route.padEnd(15)} ${ms(r.p50).padStart(7)} ${ms(r.p95).padStart(7)} ${ms(r.p99).padStart(7)} ${String(r.c8_per_s).padStart(10)} ${ms(r.server_cpu_ms).padStart(7)} | ` +
+        `${ms(r.floor_p50).padStart(9)} ${ms(r.floor_p95).padStart(10)} ${ms(r.floor_cpu_ms).padStart(10)} ${(r.multiple === undefined ? '—' : `${r.multiple.toFixed(2)}×`).padStart(10)} ` +
         `${ms(r.goal_ms).padStart(8)}  ${r.within_goal === undefined ? '—' : r.within_goal ? 'yes' : 'NO'}`,
     );
   }
