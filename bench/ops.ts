@@ -1,6 +1,7 @@
 /**
- * `npm run bench -- ops [--quick] [--backend postgres|pglite|both] [--profile DIR]`: the per-call
- * cost of each route, against the database's floor.
+ * `npm run bench -- ops [--quick] [--backend postgres|pglite|both] [--profile DIR] [--n CALLS]
+ * [--routes add-one,add-100,recall-@100,recall-@1000,get,list,extract-accept]`: the per-call cost of
+ * each route, against the database's floor.
  *
  * Starts the real server (`src/main.ts`, lexical embedder, logs at `info` to a file) on each
  * backend and drives it over HTTP on loopback with keep-alive (undici): add one memory, add 100,
@@ -46,6 +47,7 @@ const { values } = parseArgs({
     backend: { type: 'string', default: 'both' },
     profile: { type: 'string' },
     n: { type: 'string' },
+    routes: { type: 'string' },
   },
 });
 const N = Number(values.n ?? (values.quick ? 150 : 600));
@@ -371,7 +373,8 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
       if (b === 0) await http.send({ method: 'POST', path: '/memories', body: { user_id: 'u100', memories: batch }, status: 201 });
     }
     const firstPage = JSON.parse(await http.send({ method: 'GET', path: '/memories?user_id=u100&limit=1', status: 200 })) as { memories: Array<{ id: string }> };
-    const list = routes(firstPage.memories[0]!.id);
+    const wanted = values.routes?.split(',').map((r) => r.trim());
+    const list = routes(firstPage.memories[0]!.id).filter((r) => !wanted || wanted.includes(r.name.replace(' ', '-')));
     const floors = backend === 'postgres' ? await captureFloors(list, token) : undefined;
 
     for (const route of list) {

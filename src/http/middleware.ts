@@ -136,8 +136,16 @@ export function scope(required: Scope): MiddlewareHandler {
 
 /** A tenant id as logs may carry it: a short sha256, enough to correlate lines, not to read. */
 export function tenantHash(tenantId: string): string {
-  return createHash('sha256').update(tenantId, 'utf8').digest('hex').slice(0, 16);
+  let hash = tenantHashes.get(tenantId);
+  if (hash === undefined) {
+    // Every request logs one: the few tenants a process serves are hashed once, within a bound.
+    if (tenantHashes.size >= 10_000) tenantHashes.clear();
+    hash = createHash('sha256').update(tenantId, 'utf8').digest('hex').slice(0, 16);
+    tenantHashes.set(tenantId, hash);
+  }
+  return hash;
 }
+const tenantHashes = new Map<string, string>();
 
 /**
  * The route that answered, as an OpenAPI-style template (`/memories/{id}`), never the raw path
@@ -150,9 +158,20 @@ export function routeTemplate(c: Context): string {
   for (let i = routes.length - 1; i >= 0; i--) {
     const route = routes[i]!;
     // app.use() middleware registers as ALL; the handler that answers is the last method route.
-    if (route.method !== 'ALL') return route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)(\{[^}]*\})?\??/g, '{$1}');
+    if (route.method !== 'ALL') return templateOf(route.path);
   }
   return 'unmatched';
+}
+
+/** Route paths are the app's own, a bounded set: each is turned into its template once. */
+const templates = new Map<string, string>();
+function templateOf(path: string): string {
+  let template = templates.get(path);
+  if (template === undefined) {
+    template = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)(\{[^}]*\})?\??/g, '{$1}');
+    templates.set(path, template);
+  }
+  return template;
 }
 
 export interface HttpObserver {
