@@ -8,8 +8,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { signDevToken } from '../src/auth/sign.js';
@@ -22,11 +20,15 @@ import { queryWordForms } from '../src/recall/word-forms.js';
 
 const { values } = parseArgs({
   options: {
-    data: { type: 'string', default: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../shared/data/locomo-dev') },
+    data: { type: 'string' },
     'text-weights': { type: 'string', default: '0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1' },
   },
 });
-const dir = values.data!;
+if (!values.data) {
+  process.stderr.write('bench fusion: --data <dir> is required: a LoCoMo dev split, as bench:locomo reads it\n');
+  process.exit(2);
+}
+const dir = values.data;
 const read = <T>(f: string) => readFileSync(`${dir}/${f}`, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
 const turns = read<{ userId: string; sourceId: string; content: string; occurredAt: string }>('memories.jsonl');
 const questions = read<{ userId: string; qid: string; question: string; categoryName: string; evidence: string[]; asOf: string }>('queries.jsonl');

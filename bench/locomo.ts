@@ -11,7 +11,7 @@
  * memory is the answer: the mean number of memories that come back, and how often none does.
  * That is what the relevance floor (`min_relevance`) is for; without one it is always 10.
  *
- *   npm run bench:locomo -- [--data ../shared/data/locomo-dev] [--k 5,10,20,50]
+ *   npm run bench:locomo -- --data <locomo-dev dir> [--k 5,10,20,50]
  *     [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
  *     [--min-relevance <0-1>] [--backend postgres|pglite] [--out figures.json]
  *
@@ -38,7 +38,6 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import postgres from 'postgres';
@@ -48,7 +47,6 @@ import { contentHash } from '../src/extraction/normalise.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
 import { TEMPLATE_DB, adminUrl, databaseUrl } from '../test/support/env.js';
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BATCH = 1000;
 const JWT_SECRET = `bench-locomo-${randomUUID()}-${randomUUID()}`;
 const TENANT = 'bench-locomo';
@@ -57,7 +55,7 @@ const CATEGORY_ORDER = ['single-hop', 'multi-hop', 'temporal', 'open-domain'];
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const USAGE = `usage: npm run bench:locomo -- [--data <dir>] [--k 5,10,20,50]
+const USAGE = `usage: npm run bench:locomo -- --data <dir> [--k 5,10,20,50]
   [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
   [--min-relevance <0-1>] [--backend postgres|pglite] [--out figures.json]`;
 
@@ -70,7 +68,7 @@ function readOptions() {
   try {
     return parseArgs({
       options: {
-        data: { type: 'string', default: path.resolve(REPO_ROOT, '../shared/data/locomo-dev') },
+        data: { type: 'string' },
         k: { type: 'string', default: '5,10,20,50' },
         weights: { type: 'string', default: 'relevance' },
         'half-life': { type: 'string' },
@@ -91,7 +89,8 @@ if (values.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
 }
-const dataDir = path.resolve(values.data!);
+if (!values.data) fail('--data <dir> is required: a directory of the LoCoMo dev split');
+const dataDir = path.resolve(values.data);
 const cutoffs = [...new Set(values.k!.split(',').map((s) => Number(s.trim())))].sort((a, b) => a - b);
 if (cutoffs.length === 0 || cutoffs.some((k) => !Number.isInteger(k) || k < 1 || k > 100)) fail('--k must be integers 1-100, e.g. 5,10,20,50');
 const maxK = cutoffs[cutoffs.length - 1]!;

@@ -47,6 +47,8 @@ const envSchema = z.object({
   AUTH_ISSUER: z.string().min(1).default('memory-layer'),
   AUTH_AUDIENCE: z.string().min(1).default('memory-api'),
   AUTH_TENANT_CLAIM: z.string().min(1).default('tenant_id'),
+  /** A claim holding scopes besides `scope`/`scp`: a space-separated string or an array (Auth0 `permissions`, Entra `roles`, Keycloak `realm_access.roles`). */
+  AUTH_SCOPES_CLAIM: z.string().trim().min(1).default('scope'),
   AUTH_CLOCK_TOLERANCE_S: int(0, 60).default(30),
   /** The longest a token may live (`exp` − `iat`, or `exp` − now without `iat`): a leaked token's worth. */
   AUTH_MAX_TOKEN_AGE_S: int(60, 31_536_000).default(86_400),
@@ -107,6 +109,8 @@ export interface Config {
     issuer: string;
     audience: string;
     tenantClaim: string;
+    /** Where scopes come from besides `scope` and `scp` (which always count). */
+    scopesClaim: string;
     clockToleranceSeconds: number;
     maxTokenAgeSeconds: number;
   };
@@ -241,6 +245,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       issuer: e.AUTH_ISSUER,
       audience: e.AUTH_AUDIENCE,
       tenantClaim: e.AUTH_TENANT_CLAIM,
+      scopesClaim: e.AUTH_SCOPES_CLAIM,
       clockToleranceSeconds: e.AUTH_CLOCK_TOLERANCE_S,
       maxTokenAgeSeconds: e.AUTH_MAX_TOKEN_AGE_S,
     },

@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime.js';
 import { openPglite } from '../../src/db/pglite.js';
 import { TEMPLATE_DB, TEST_DATABASE_URL, TEST_JWT_SECRET, adminUrl } from './env.js';
-import { assertDocumentedResponse } from './openapi-validator.js';
+import { assertDocumentedResponse } from './openapi-check.js';
 
 export const ALL_SCOPES = 'memories:read memories:write memories:delete';
 
