@@ -436,8 +436,10 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
   if (profileDir) {
     const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
     for (const f of files) {
+      const summary = summariseProfile(JSON.parse(readFileSync(path.join(profileDir, f), 'utf8')));
+      if (!summary) continue;
       console.log(`\nCPU self-time by area, ${backend} server (${path.join(profileDir, f)}), from the first request on:`);
-      console.log(summariseProfile(JSON.parse(readFileSync(path.join(profileDir, f), 'utf8'))));
+      console.log(summary);
     }
   }
   return results;

@@ -45,6 +45,7 @@ function nodeArea(url: string): string {
   return 'node other';
 }
 
+/** The table, or '' when the profile has no sample from a request on. */
 export function summariseProfile(profile: CpuProfile): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -92,6 +93,8 @@ export function summariseProfile(profile: CpuProfile): string {
     totals.set(name, (totals.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
   const busy = [...totals].filter(([name]) => name !== 'idle').reduce((sum, [, us]) => sum + us, 0);
+  // A thread that served no request (e.g. a worker thread's own profile) has nothing to say.
+  if (busy === 0) return '';
   const lines = [...totals]
     .filter(([name]) => name !== 'idle')
     .sort((a, b) => b[1] - a[1])
