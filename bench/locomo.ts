@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import postgres from 'postgres';
 import { signDevToken } from '../src/auth/sign.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, minRelevanceFor } from '../src/config.js';
 import { contentHash } from '../src/extraction/normalise.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
 import { TEMPLATE_DB, adminUrl, databaseUrl } from '../test/support/env.js';
@@ -170,6 +170,8 @@ const baseEnv: Record<string, string | undefined> = {
   ...Object.fromEntries(PASSED_THROUGH.map((key) => [key, process.env[key]])),
   AUTH_JWT_SECRET: JWT_SECRET,
   LOG_LEVEL: 'silent',
+  // A batch of 1,000 turns through the local model takes ~20 s on an idle core: no request deadline.
+  REQUEST_TIMEOUT_MS: '600000',
 };
 
 /**
@@ -461,7 +463,7 @@ async function main(): Promise<void> {
       embedder: server.runtime.services.embedder.name,
       weights: weights ?? 'default',
       half_life_hours: halfLifeHours ?? config.recall.halfLifeHours,
-      min_relevance: minRelevance ?? config.recall.minRelevance,
+      min_relevance: minRelevance ?? minRelevanceFor(config, server.runtime.services.embedder.kind),
       users: users.length,
       turns: turns.length,
       memories: memoryIds.size,

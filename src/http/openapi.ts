@@ -290,5 +290,6 @@ function generate(): Record<string, unknown> {
 
 /** openapi.yaml's text: what `npm run openapi` writes and the drift test compares. */
 export function openApiYaml(): string {
-  return `# Generated from the routes' declarations by \`npm run openapi\`; do not edit by hand.\n${stringify(openApiDocument(), { lineWidth: 0 })}`;
+  // YAML 1.1 quoting, so readers still on 1.1 (PyYAML) read date-like examples as strings, as JSON has them.
+  return `# Generated from the routes' declarations by \`npm run openapi\`; do not edit by hand.\n${stringify(openApiDocument(), { lineWidth: 0, version: '1.1' })}`;
 }

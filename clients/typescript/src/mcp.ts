@@ -14,8 +14,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { Engram, EngramError, type Memory, type RecalledMemory } from './index.js';
-import { describeJob } from './shared.js';
+import { Engram, EngramError, type Job, type Memory, type RecalledMemory } from './index.js';
 
 export interface EngramMcpOptions {
   client: Engram;
@@ -50,9 +49,29 @@ function toolError(error: unknown): CallToolResult {
     // The detail usually names the invalid fields already; add only those it does not.
     const unnamed = (error.errors ?? []).filter((e) => !error.detail.includes(`${e.path} ${e.message}`));
     const fields = unnamed.length > 0 ? ` (${unnamed.map((e) => `${e.path || '/'}: ${e.message}`).join('; ')})` : '';
-    return { isError: true, content: text(`Engram refused the call (${where}): ${error.detail}${fields}`) };
+    // No status: the service never answered, so it refused nothing.
+    const lead = error.status === undefined ? 'Engram could not be reached' : 'Engram refused the call';
+    return { isError: true, content: text(`${lead} (${where}): ${error.detail}${fields}`) };
   }
   return { isError: true, content: text(`Engram call failed: ${error instanceof Error ? error.message : String(error)}`) };
+}
+
+/**
+ * What an extraction job did, in words a model reads well: counts, then the memories it added or
+ * changed (at most `limit` looked up), or why it is not done.
+ */
+async function describeJob(client: Engram, job: Job, limit = 20): Promise<string> {
+  if (job.status === 'failed') return `Extraction failed: ${job.error?.message ?? 'unknown error'} (job ${job.job_id}).`;
+  if (job.status !== 'succeeded' || !job.result) {
+    return `Extraction is still ${job.status} (job ${job.job_id}); the memories will be there shortly.`;
+  }
+  const { added, updated, deleted, unchanged, memory_ids } = job.result;
+  const lines = [`Extraction done: ${added} added, ${updated} updated, ${deleted} deleted, ${unchanged} already known (left alone).`];
+  for (const id of memory_ids.slice(0, limit)) {
+    const memory = await client.memories.get(id).catch(() => undefined);
+    if (memory) lines.push(`- ${memory.content} (id ${memory.id})`);
+  }
+  return lines.join('\n');
 }
 
 async function guarded(run: () => Promise<CallToolResult>): Promise<CallToolResult> {

@@ -190,6 +190,18 @@ describe('engram-mcp with a service token', () => {
     }
   });
 
+  it('a service that cannot be reached is a tool error that says so, and the server keeps serving', async () => {
+    const session = await stdioSession({ ENGRAM_URL: 'http://127.0.0.1:1', ENGRAM_TOKEN: 'any' });
+    try {
+      const result = await session.client.callTool({ name: 'list_memories', arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(/^Engram could not be reached \(connection_error\)/);
+      expect((await session.client.listTools()).tools.length).toBeGreaterThan(0);
+    } finally {
+      await session.close();
+    }
+  });
+
   it('a wrong token is a tool error naming the 401, not a crash', async () => {
     const session = await stdioSession({ ENGRAM_URL: service.url, ENGRAM_TOKEN: 'not-a-jwt' });
     try {
