@@ -2,7 +2,8 @@
  * `npm run bench:startup`: the embedded default as a developer meets it. Times `npm start`
  * (src/main.ts) from spawn to the first 200 from /readyz, on a fresh DATA_DIR (first start) and
  * again on the same one (warm restart, median of --restarts), then adds --memories memories
- * through the API and reads the process's resident memory. Prints a table and a JSON line.
+ * through the API. The process's resident memory is read when the first start and the last
+ * restart are ready, and after the memories. Prints a table and a JSON line.
  */
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +33,7 @@ try {
 
   let proc = runEntry('src/main.ts', env);
   const firstStartMs = await waitForStatus(readyz, 200, proc, 180_000);
+  const rssFirstStart = rssMiB(proc.child.pid!);
   await stop(proc);
 
   const warm: number[] = [];
@@ -68,13 +70,15 @@ try {
     warm_restarts_ms: warm,
     memories_added: memoryCount,
     add_memories_per_s: Math.round((memoryCount / addMs) * 1000),
+    rss_mib_first_start: rssFirstStart,
     rss_mib_ready: rssBefore,
     rss_mib_after_memories: rssAfter,
     load_average: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
   };
   console.log(`first start → /readyz 200     ${firstStartMs} ms`);
   console.log(`warm restart → /readyz 200    ${median(warm)} ms (median of ${warm.join(', ')})`);
-  console.log(`RSS when ready                ${rssBefore} MiB`);
+  console.log(`RSS after the first start     ${rssFirstStart} MiB`);
+  console.log(`RSS when ready (restart)      ${rssBefore} MiB`);
   console.log(`RSS after ${memoryCount} memories        ${rssAfter} MiB  (${result.add_memories_per_s} memories/s through POST /memories)`);
   console.log(JSON.stringify(result));
 } finally {

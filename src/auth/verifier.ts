@@ -27,6 +27,40 @@ export interface TokenVerifier {
 
 const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 
+/** How many verified tokens a verifier remembers (the oldest are forgotten first). */
+export const VERIFIED_TOKENS_KEPT = 10_000;
+
+/**
+ * HS256 tokens already verified, by their exact text, until they expire: a client sends the same
+ * token with every request, and its check (WebCrypto HMAC, a thread-pool round trip, then the
+ * claims) was the largest single cost of a small request (`npm run bench -- ops --profile`). Only
+ * what cannot change is remembered: the secret is fixed for the verifier's life, and a token that
+ * passed the nbf, iat and lifetime checks keeps passing them as time goes on; `exp` is checked on
+ * every use exactly as jose checks it. Tokens of the identity provider's key set are not kept
+ * (a key it withdraws must stop working at its next fetch).
+ */
+class VerifiedTokens {
+  private readonly entries = new Map<string, { principal: Principal; exp: number }>();
+
+  constructor(private readonly toleranceSeconds: number) {}
+
+  get(token: string): Principal | undefined {
+    const entry = this.entries.get(token);
+    if (!entry) return undefined;
+    // jose refuses a token when exp <= now - tolerance, now in whole seconds.
+    if (entry.exp <= Math.floor(Date.now() / 1000) - this.toleranceSeconds) {
+      this.entries.delete(token);
+      return undefined;
+    }
+    return entry.principal;
+  }
+
+  set(token: string, principal: Principal, exp: number): void {
+    if (this.entries.size >= VERIFIED_TOKENS_KEPT) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(token, { principal, exp });
+  }
+}
+
 export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string | undefined }): TokenVerifier {
   // Imported once: handed the raw bytes, jose imports a key on every verification (measured: about
   // 100-150 µs of each request here).
@@ -39,9 +73,12 @@ export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string |
     : undefined;
   // A token without exp would never expire: refused.
   const common = { issuer: auth.issuer, audience: auth.audience, clockTolerance: auth.clockToleranceSeconds, requiredClaims: ['exp'] };
+  const verified = new VerifiedTokens(auth.clockToleranceSeconds);
 
   return {
     async verify(token) {
+      const known = verified.get(token);
+      if (known) return known;
       let algorithm: string | undefined;
       try {
         algorithm = decodeProtectedHeader(token).alg;
@@ -65,7 +102,9 @@ export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string |
         throw toAuthenticationError(error);
       }
       assertLifetime(payload, auth.maxTokenAgeSeconds, auth.clockToleranceSeconds);
-      return principalFrom(payload, auth.tenantClaim, auth.scopesClaim);
+      const principal = principalFrom(payload, auth.tenantClaim, auth.scopesClaim);
+      if (algorithm === 'HS256') verified.set(token, principal, payload.exp!);
+      return principal;
     },
   };
 }

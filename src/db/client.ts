@@ -45,6 +45,11 @@ export function setConfigStatement(settings: ReadonlyArray<readonly [string, str
   )}`;
 }
 
+/** The text setConfigStatement builds for `count` settings, their names and values as $1, $2, …. */
+export function setConfigStatementText(count: number): string {
+  return `select ${Array.from({ length: count }, (_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`;
+}
+
 export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
   return rowsOf<T>(await db.execute(statement));
 }

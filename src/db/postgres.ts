@@ -4,7 +4,7 @@ import { PostgresJsSession, PostgresJsTransaction } from 'drizzle-orm/postgres-j
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import * as schema from './schema.js';
-import { APP_ROLE, connectionError, isDatabaseUnavailable, setConfigStatement, type Database, type Db, type TransactionOptions } from './client.js';
+import { APP_ROLE, connectionError, isDatabaseUnavailable, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PostgresOptions {
@@ -14,6 +14,8 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
   /** Taking a connection from the pool for a transaction, connecting included. */
   acquireTimeoutMs?: number;
+  /** postgres.js's statement hook: called with each statement's text and serialised parameters (benchmarks). */
+  debug?: (connection: number, text: string, parameters: unknown[]) => void;
 }
 
 type Client = postgres.Sql;
@@ -126,24 +128,60 @@ class ReservationGuard {
 }
 
 /**
- * `client.reserve()` with a deadline: postgres.js waits for a free connection without one, and a
- * queued reservation can even be stranded for good (upstream #1195). One that arrives after the
- * deadline is handed straight back.
+ * How often a reservation still unanswered is asked for again. postgres.js 3.4.9 strands a
+ * reservation when a closing connection takes it from the wait queue to reconnect with, and that
+ * connection first fetches the array types: it drops the reservation, which no other connection can
+ * then find (upstream #1195). That happens after the database comes back from an outage; a second
+ * request stays in the queue and is served by the next connection that opens.
  */
-async function reserveWithin(client: Client, ms: number): Promise<postgres.ReservedSql> {
-  const reservation = client.reserve();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reservation.then((late) => late.release(), () => {});
-      reject(connectionError('CONNECTION_ACQUIRE_TIMEOUT', `no database connection within ${ms} ms`));
-    }, ms);
+const RESERVE_AGAIN_EVERY_MS = 250;
+
+/**
+ * `client.reserve()` with a deadline: postgres.js waits for a free connection without one, and a
+ * queued reservation can even be stranded for good, so one unanswered is asked for again every
+ * RESERVE_AGAIN_EVERY_MS. The first connection to arrive is used; one that arrives later (or
+ * after the deadline) is handed straight back. The first refusal (the database is unreachable)
+ * ends the wait.
+ */
+function reserveWithin(client: Client, ms: number): Promise<postgres.ReservedSql> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const timers: NodeJS.Timeout[] = [];
+    const finish = () => {
+      done = true;
+      for (const timer of timers) clearTimeout(timer);
+    };
+    const ask = () =>
+      client.reserve().then(
+        (reserved) => {
+          if (done) return reserved.release();
+          finish();
+          resolve(reserved);
+        },
+        (error: unknown) => {
+          if (done) return;
+          finish();
+          reject(error as Error);
+        },
+      );
+    ask();
+    for (let at = RESERVE_AGAIN_EVERY_MS; at < ms; at += RESERVE_AGAIN_EVERY_MS) timers.push(setTimeout(ask, at));
+    timers.push(
+      setTimeout(() => {
+        finish();
+        reject(connectionError('CONNECTION_ACQUIRE_TIMEOUT', `no database connection within ${ms} ms`));
+      }, ms),
+    );
   });
-  try {
-    return await Promise.race([reservation, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+}
+
+/**
+ * setConfigStatement's text for `count` settings, built once per count: drizzle would build the
+ * same few statements again for every transaction (measured: a tenth of a small request's CPU).
+ */
+const setConfigTexts: string[] = [];
+function setConfigText(count: number): string {
+  return (setConfigTexts[count] ??= setConfigStatementText(count));
 }
 
 /** What a drizzle database built by `drizzle()` holds, read back to build transactions of our own. */
@@ -178,8 +216,7 @@ function pipelinedTransactions(
     let finished = false;
     try {
       const begin = connection.unsafe(options?.readOnly ? 'begin read only' : 'begin').execute();
-      const statement = settings.length > 0 ? internals.dialect.sqlToQuery(setConfigStatement(settings)) : undefined;
-      const configured = statement ? connection.unsafe(statement.sql, statement.params as never[]).execute() : undefined;
+      const configured = settings.length > 0 ? connection.unsafe(setConfigText(settings.length), settings.flat() as never[]).execute() : undefined;
       const ready = Promise.all([begin, configured]);
       ready.catch(() => {}); // awaited below, after work: its error explains work's
       const session = new PostgresJsSession(connection as never, internals.dialect, relational as never, internals.session.options);
@@ -222,6 +259,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     onnotice: () => {},
     onclose: (connectionId: number) => guards.get(connectionId)?.connectionClosed(),
     connection: { application_name: 'engram' },
+    ...(options.debug ? { debug: options.debug } : {}),
   });
   const db = drizzle(preparingParameterised(client), { schema });
   const inTransaction = pipelinedTransactions(client, db, guards, options.acquireTimeoutMs ?? 1500);

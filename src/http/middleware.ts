@@ -36,6 +36,18 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
   });
   return async (c, next) => {
     const sent = c.req.raw;
+    // hono's bodyLimit reads `raw.body` first, which makes @hono/node-server build a full Request
+    // for every request (measured: the costliest step of a small one). A request without a body,
+    // or with a Content-Length and no Transfer-Encoding, is decided from its headers, exactly as
+    // bodyLimit decides it; only a streamed body goes through bodyLimit's counting.
+    const bodiless = c.req.method === 'GET' || c.req.method === 'HEAD';
+    const length = c.req.header('content-length');
+    if (bodiless || (length !== undefined && c.req.header('transfer-encoding') === undefined)) {
+      if (!bodiless && parseInt(length!, 10) > maxBytes) c.res = problem(c, new DomainError('payload_too_large', `the body exceeds ${maxBytes} bytes`));
+      else await next();
+      if (bodyLeftUnread(c, sent)) c.res.headers.set('connection', 'close');
+      return;
+    }
     const refused = await limit(c, next);
     if (refused instanceof Response) c.res = refused;
     if (bodyLeftUnread(c, sent)) c.res.headers.set('connection', 'close');
@@ -124,8 +136,16 @@ export function scope(required: Scope): MiddlewareHandler {
 
 /** A tenant id as logs may carry it: a short sha256, enough to correlate lines, not to read. */
 export function tenantHash(tenantId: string): string {
-  return createHash('sha256').update(tenantId, 'utf8').digest('hex').slice(0, 16);
+  let hash = tenantHashes.get(tenantId);
+  if (hash === undefined) {
+    // Every request logs one: the few tenants a process serves are hashed once, within a bound.
+    if (tenantHashes.size >= 10_000) tenantHashes.clear();
+    hash = createHash('sha256').update(tenantId, 'utf8').digest('hex').slice(0, 16);
+    tenantHashes.set(tenantId, hash);
+  }
+  return hash;
 }
+const tenantHashes = new Map<string, string>();
 
 /**
  * The route that answered, as an OpenAPI-style template (`/memories/{id}`), never the raw path
@@ -138,9 +158,20 @@ export function routeTemplate(c: Context): string {
   for (let i = routes.length - 1; i >= 0; i--) {
     const route = routes[i]!;
     // app.use() middleware registers as ALL; the handler that answers is the last method route.
-    if (route.method !== 'ALL') return route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)(\{[^}]*\})?\??/g, '{$1}');
+    if (route.method !== 'ALL') return templateOf(route.path);
   }
   return 'unmatched';
+}
+
+/** Route paths are the app's own, a bounded set: each is turned into its template once. */
+const templates = new Map<string, string>();
+function templateOf(path: string): string {
+  let template = templates.get(path);
+  if (template === undefined) {
+    template = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)(\{[^}]*\})?\??/g, '{$1}');
+    templates.set(path, template);
+  }
+  return template;
 }
 
 export interface HttpObserver {

@@ -1,0 +1,473 @@
+/**
+ * `npm run bench -- ops [--quick] [--backend postgres|pglite|both] [--profile DIR] [--n CALLS]
+ * [--routes add-one,add-100,recall-@100,recall-@1000,get,list,extract-accept]`: the per-call cost of
+ * each route, against the database's floor.
+ *
+ * Starts the real server (`src/main.ts`, lexical embedder, logs at `info` to a file) on each
+ * backend and drives it over HTTP on loopback with keep-alive (undici): add one memory, add 100,
+ * recall (limit 10) for users with 100 and 1,000 memories, get one, list a page, and accept an
+ * extraction (202). For each: p50/p95/p99 at concurrency 1, and throughput at concurrency 8 (each
+ * writer its own user, so no user lock is contended).
+ *
+ * The floor (PostgreSQL only): the statements each route sends, captured once from an in-process
+ * copy of the service through postgres.js's statement hook, then replayed straight through
+ * postgres.js with no HTTP, auth, validation or query building: in the same round trips as the
+ * service (BEGIN, the settings and the first statement sent together, each later one awaited, the
+ * COMMIT awaited unless read-only), with fresh ids and content for the writes. Floor and HTTP calls
+ * alternate call by call, so both see the same load. Each route's p50 is printed as a multiple of
+ * its floor, with the goal p50 ≤ 1.5 × floor + 0.5 ms.
+ *
+ * `--profile DIR` runs the server under `--cpu-prof` and prints its CPU self-time by area (the
+ * samples from the first request on).
+ *
+ * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL (a superuser, as `npm test` uses). Each run
+ * uses a tenant of its own and leaves its rows behind.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Pool } from 'undici';
+import postgres from 'postgres';
+import pino from 'pino';
+import { signDevToken } from '../src/auth/sign.js';
+import { loadConfig } from '../src/config.js';
+import { openPostgres } from '../src/db/postgres.js';
+import { PACKAGE_ROOT } from '../src/db/paths.js';
+import { contentHash } from '../src/extraction/normalise.js';
+import { createRuntime } from '../src/runtime.js';
+import { freePort } from '../test/support/process.js';
+import { summariseProfile } from './profile-areas.js';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    backend: { type: 'string', default: 'both' },
+    profile: { type: 'string' },
+    n: { type: 'string' },
+    routes: { type: 'string' },
+  },
+});
+const N = Number(values.n ?? (values.quick ? 150 : 600));
+const C8_REQUESTS = values.quick ? 320 : 1600;
+const WARMUP = values.quick ? 20 : 50;
+const backends = values.backend === 'both' ? ['postgres', 'pglite'] : [values.backend!];
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+if (backends.includes('postgres') && !databaseUrl) {
+  process.stderr.write('bench ops: set BENCH_DATABASE_URL or TEST_DATABASE_URL (a PostgreSQL superuser URL) for the postgres backend\n');
+  process.exit(2);
+}
+
+const SECRET = randomBytes(32).toString('hex');
+const ISSUER = 'memory-layer';
+const AUDIENCE = 'memory-api';
+const TENANT = `ops-${randomBytes(4).toString('hex')}`;
+const SCOPE = 'memories:read memories:write memories:delete memories:act_as';
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+const WORDS = (
+  'coffee tea berlin paris nurse teacher guitar piano dog cat allergy peanuts hiking running marathon sister brother ' +
+  'birthday october june vegan pasta sushi python rust garden roses book novel movie jazz concert flight tokyo ' +
+  'doctor dentist meeting project deadline salary rent apartment bicycle car train beach mountain winter summer'
+).split(' ');
+function sentence(seed: number): string {
+  let x = seed * 2654435761 + 12345;
+  const pick = () => {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    return WORDS[x % WORDS.length]!;
+  };
+  return `The user mentioned ${pick()} and ${pick()} while talking about ${pick()} near ${pick()}`;
+}
+
+interface HttpCall {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  status: number;
+}
+
+const addOne = (user: string, tag: string): HttpCall => ({
+  method: 'POST',
+  path: '/memories',
+  body: { user_id: user, memories: [{ content: `${sentence(tag.length)} note ${tag}`, metadata: { source: 'bench' } }] },
+  status: 201,
+});
+const addHundred = (user: string, tag: string): HttpCall => ({
+  method: 'POST',
+  path: '/memories',
+  body: { user_id: user, memories: Array.from({ length: 100 }, (_, i) => ({ content: `${sentence(i)} item ${i} batch ${tag}` })) },
+  status: 201,
+});
+const QUERIES = ['What does the user drink in the morning?', 'Where does the user live?', 'Which pets does the user have?', 'What music does the user like?'];
+const recallOf = (user: string, i: number): HttpCall => ({
+  method: 'POST',
+  path: '/memories/recall',
+  body: { user_id: user, query: QUERIES[Math.abs(i) % QUERIES.length], limit: 10 },
+  status: 200,
+});
+// A question only: the accepted job extracts nothing, so the inline worker's share stays small.
+const extractOf = (user: string): HttpCall => ({
+  method: 'POST',
+  path: '/memories/extract',
+  body: { user_id: user, messages: [{ role: 'user', content: 'What time is it in Tokyo right now?' }] },
+  status: 202,
+});
+
+interface Route {
+  name: string;
+  /** The i-th call (worker w at concurrency 8, else 0); a write's content carries `tag` when given. */
+  call: (i: number, worker: number, tag?: string) => HttpCall;
+  /** A write replays with fresh ids and content. */
+  writes: boolean;
+  /** The tag written into the captured call's content, replaced on each replay. */
+  captureTag?: string;
+}
+
+const uniqueTag = (i: number, w: number) => `h${i}x${w}x${randomBytes(3).toString('hex')}`;
+
+function routes(memoryId: string): Route[] {
+  return [
+    { name: 'add one', call: (i, w, tag) => addOne(`add1-${w}`, tag ?? uniqueTag(i, w)), writes: true, captureTag: 'capturetag' },
+    { name: 'add 100', call: (i, w, tag) => addHundred(`add100-${w}`, tag ?? uniqueTag(i, w)), writes: true, captureTag: 'capturetag' },
+    { name: 'recall @100', call: (i) => recallOf('u100', i), writes: false },
+    { name: 'recall @1000', call: (i) => recallOf('u1000', i), writes: false },
+    { name: 'get', call: () => ({ method: 'GET', path: `/memories/${memoryId}`, status: 200 }), writes: false },
+    { name: 'list', call: () => ({ method: 'GET', path: '/memories?user_id=u1000&limit=20', status: 200 }), writes: false },
+    { name: 'extract accept', call: (_, w) => extractOf(`ex-${w}`), writes: true },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server
+
+interface Server {
+  proc: ChildProcess;
+  origin: string;
+  logFile: string;
+  exited: Promise<void>;
+}
+
+async function startServer(backend: string, workDir: string, profileDir: string | undefined): Promise<Server> {
+  const port = await freePort();
+  const logFile = path.join(workDir, `server-${backend}.log`);
+  const fd = openSync(logFile, 'w');
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PORT: String(port),
+    EMBEDDINGS: 'lexical',
+    AUTH_JWT_SECRET: SECRET,
+    LOG_LEVEL: 'info',
+    ...(backend === 'postgres' ? { DATABASE_URL: databaseUrl } : { DATA_DIR: path.join(workDir, 'data') }),
+  };
+  const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], { cwd: PACKAGE_ROOT, env, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const origin = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`the server exited (${proc.exitCode}):\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    if (Date.now() - started > 120_000) throw new Error('the server did not become ready within 120 s');
+    try {
+      if ((await fetch(`${origin}/readyz`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { proc, origin, logFile, exited };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client
+
+function client(origin: string, token: string) {
+  const pool = new Pool(origin, { connections: 8, pipelining: 1, keepAliveTimeout: 60_000 });
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  return {
+    async send(call: HttpCall): Promise<string> {
+      const res = await pool.request({
+        method: call.method,
+        path: call.path,
+        headers,
+        ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
+      });
+      const text = await res.body.text();
+      if (res.statusCode !== call.status) throw new Error(`${call.method} ${call.path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+      return text;
+    },
+    close: () => pool.close(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The floor
+
+interface Statement {
+  text: string;
+  parameters: unknown[];
+}
+
+/** The statements of one transaction, as the service sent them, and how to replay them. */
+class Floor {
+  constructor(
+    private readonly sql: postgres.Sql,
+    private readonly statements: Statement[],
+    private readonly fresh: (() => (value: unknown) => unknown) | undefined,
+  ) {}
+
+  /** The replay's parameters, prepared before the clock starts. */
+  prepare(): Statement[] {
+    if (!this.fresh) return this.statements;
+    const map = this.fresh();
+    return this.statements.map((s) => ({ text: s.text, parameters: s.parameters.map(map) }));
+  }
+
+  async run(statements: Statement[]): Promise<void> {
+    const reserved = await this.sql.reserve();
+    try {
+      const send = (s: Statement) => reserved.unsafe(s.text, s.parameters as never[], { prepare: s.parameters.length > 0 });
+      const commitIndex = statements.length - 1;
+      const readOnly = /^begin read only/i.test(statements[0]!.text);
+      // BEGIN, the settings and the first statement go down together, as pipelinedTransactions sends them.
+      const head = statements.slice(0, Math.min(3, commitIndex)).map((s) => send(s).execute());
+      await Promise.all(head);
+      for (let k = head.length; k < commitIndex; k++) await send(statements[k]!);
+      const commit = send(statements[commitIndex]!).execute();
+      if (readOnly) commit.catch(() => {});
+      else await commit;
+    } finally {
+      reserved.release();
+    }
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Fresh ids, and content with the capture's tag replaced (its hash with it), for each replay of a write. */
+function freshener(captured: Statement[], tag: string | undefined): () => (value: unknown) => unknown {
+  const contents = new Set<string>();
+  if (tag) for (const s of captured) for (const p of s.parameters) if (typeof p === 'string' && p.includes(tag) && !p.startsWith('{') && !p.startsWith('[')) contents.add(p);
+  let n = 0;
+  return () => {
+    const next = `r${process.pid}x${n++}x${randomBytes(3).toString('hex')}`;
+    const exact = new Map<string, string>();
+    if (tag) for (const c of contents) exact.set(contentHash(c), contentHash(c.replaceAll(tag, next)));
+    return (value) => {
+      if (typeof value !== 'string') return value;
+      const hit = exact.get(value);
+      if (hit) return hit;
+      if (UUID.test(value)) {
+        const fresh = randomUUID();
+        exact.set(value, fresh);
+        return fresh;
+      }
+      return tag && value.includes(tag) ? value.replaceAll(tag, next) : value;
+    };
+  };
+}
+
+/**
+ * An in-process copy of the service on the same database, with postgres.js's statement hook:
+ * each route's call once, and the statements it sent from BEGIN to COMMIT.
+ */
+async function captureFloors(list: Route[], token: string): Promise<Map<string, Floor>> {
+  let recording: Statement[] | undefined;
+  const database = await openPostgres({
+    url: databaseUrl!,
+    debug: (_connection, text, parameters) => recording?.push({ text, parameters: [...parameters] }),
+  });
+  const config = loadConfig({ DATABASE_URL: databaseUrl, AUTH_JWT_SECRET: SECRET, EMBEDDINGS: 'lexical', MIGRATE_ON_START: 'false' });
+  const runtime = await createRuntime(config, { database, logger: pino({ level: 'silent' }) });
+  const sql = postgres(databaseUrl!, { max: 4, onnotice: () => {}, connection: { application_name: 'engram-floor' } });
+  // The service's client as drizzle sets it up: times and JSON pass through as text, both ways.
+  const transparent = (value: unknown) => value;
+  for (const type of ['1184', '1082', '1083', '1114', '1182', '1185', '1115', '1231']) {
+    sql.options.parsers[type as never] = transparent as never;
+    sql.options.serializers[type as never] = transparent as never;
+  }
+  sql.options.serializers['114' as never] = transparent as never;
+  sql.options.serializers['3802' as never] = transparent as never;
+  const floors = new Map<string, Floor>();
+  try {
+    for (const route of list) {
+      // The captured write carries the tag (its content is replaced on every replay).
+      const call = route.call(0, 0, route.captureTag);
+      const body = call.body;
+      recording = [];
+      const res = await runtime.app.request(call.path, {
+        method: call.method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      if (res.status !== call.status) throw new Error(`capture of ${route.name}: ${res.status} ${await res.text()}`);
+      await new Promise((r) => setTimeout(r, 20)); // an unawaited read-only COMMIT is still sent
+      const begin = recording.findIndex((s) => /^begin/i.test(s.text));
+      const end = recording.findIndex((s, i) => i > begin && /^commit/i.test(s.text));
+      if (begin < 0 || end < 0) throw new Error(`capture of ${route.name}: no transaction seen`);
+      const statements = recording.slice(begin, end + 1);
+      recording = undefined;
+      floors.set(route.name, new Floor(sql, statements, route.writes ? freshener(statements, route.captureTag) : undefined));
+    }
+  } finally {
+    await runtime.close();
+    await database.close();
+  }
+  return floors;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+};
+
+/** A process's CPU time so far (user + system), in ms, from /proc (clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+async function timed(f: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await f();
+  return performance.now() - t;
+}
+
+interface RouteResult {
+  route: string;
+  p50: number;
+  p95: number;
+  p99: number;
+  c8_per_s: number;
+  /** The server process's CPU per call at concurrency 1 (robust to other load on the machine). */
+  server_cpu_ms: number;
+  /** This process's CPU per floor call: postgres.js's own share of the work. */
+  floor_cpu_ms?: number;
+  floor_p50?: number;
+  floor_p95?: number;
+  multiple?: number;
+  goal_ms?: number;
+  within_goal?: boolean;
+}
+
+async function measureBackend(backend: string, workDir: string): Promise<RouteResult[]> {
+  const profileDir = values.profile ? path.resolve(values.profile, backend) : undefined;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const server = await startServer(backend, workDir, profileDir);
+  const token = await signDevToken({ secret: SECRET, issuer: ISSUER, audience: AUDIENCE, tenantClaim: 'tenant_id', tenant: TENANT, user: 'bench', scope: SCOPE, ttlSeconds: 3600 });
+  const http = client(server.origin, token);
+  const results: RouteResult[] = [];
+  try {
+    // Users with 100 and 1,000 memories (a backend's first run in this tenant).
+    for (let b = 0; b < 10; b++) {
+      const batch = Array.from({ length: 100 }, (_, i) => ({ content: `${sentence(b * 100 + i)} fact ${b * 100 + i}`, importance: 1 + ((b * 100 + i) % 10) }));
+      await http.send({ method: 'POST', path: '/memories', body: { user_id: 'u1000', memories: batch }, status: 201 });
+      if (b === 0) await http.send({ method: 'POST', path: '/memories', body: { user_id: 'u100', memories: batch }, status: 201 });
+    }
+    const firstPage = JSON.parse(await http.send({ method: 'GET', path: '/memories?user_id=u100&limit=1', status: 200 })) as { memories: Array<{ id: string }> };
+    const wanted = values.routes?.split(',').map((r) => r.trim());
+    const list = routes(firstPage.memories[0]!.id).filter((r) => !wanted || wanted.includes(r.name.replace(' ', '-')));
+    const floors = backend === 'postgres' ? await captureFloors(list, token) : undefined;
+
+    for (const route of list) {
+      const floor = floors?.get(route.name);
+      const n = route.name === 'add 100' ? Math.max(20, Math.floor(N / 5)) : N;
+      for (let i = 0; i < WARMUP; i++) {
+        await http.send(route.call(-1 - i, 0));
+        if (floor) await floor.run(floor.prepare());
+      }
+      const httpMs: number[] = [];
+      const floorMs: number[] = [];
+      let floorCpuUs = 0;
+      const serverCpuBefore = processCpuMs(server.proc.pid!);
+      for (let i = 0; i < n; i++) {
+        const call = route.call(i, 0);
+        httpMs.push(await timed(() => http.send(call)));
+        if (floor) {
+          const statements = floor.prepare();
+          const cpu = process.cpuUsage();
+          floorMs.push(await timed(() => floor.run(statements)));
+          const used = process.cpuUsage(cpu);
+          floorCpuUs += used.user + used.system;
+        }
+      }
+      const serverCpuMs = (processCpuMs(server.proc.pid!) - serverCpuBefore) / n;
+      const c8Total = route.name === 'add 100' ? Math.floor(C8_REQUESTS / 5) : C8_REQUESTS;
+      let next = 0;
+      const c8Started = performance.now();
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, worker) => {
+          for (let i = next++; i < c8Total; i = next++) await http.send(route.call(i, worker + 1));
+        }),
+      );
+      const c8PerS = (c8Total / (performance.now() - c8Started)) * 1000;
+      const result: RouteResult = {
+        route: route.name,
+        p50: percentile(httpMs, 0.5),
+        p95: percentile(httpMs, 0.95),
+        p99: percentile(httpMs, 0.99),
+        c8_per_s: Math.round(c8PerS),
+        server_cpu_ms: serverCpuMs,
+      };
+      if (floorMs.length > 0) {
+        result.floor_cpu_ms = floorCpuUs / 1000 / n;
+        result.floor_p50 = percentile(floorMs, 0.5);
+        result.floor_p95 = percentile(floorMs, 0.95);
+        result.multiple = result.p50 / result.floor_p50;
+        result.goal_ms = 1.5 * result.floor_p50 + 0.5;
+        result.within_goal = result.p50 <= result.goal_ms;
+      }
+      results.push(result);
+    }
+  } finally {
+    await http.close();
+    server.proc.kill('SIGTERM');
+    await server.exited;
+  }
+  print(backend, results);
+  if (profileDir) {
+    const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
+    for (const f of files) {
+      const summary = summariseProfile(JSON.parse(readFileSync(path.join(profileDir, f), 'utf8')));
+      if (!summary) continue;
+      console.log(`\nCPU self-time by area, ${backend} server (${path.join(profileDir, f)}), from the first request on:`);
+      console.log(summary);
+    }
+  }
+  return results;
+}
+
+const ms = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(2));
+function print(backend: string, results: RouteResult[]) {
+  console.log(`\n${backend} backend, lexical embedder: ${N} calls per route at concurrency 1 (add 100: ${Math.max(20, Math.floor(N / 5))}), throughput at concurrency 8`);
+  console.log('(cpu ms: the server process\'s CPU per call at concurrency 1; floor cpu: postgres.js\'s own CPU per replay)');
+  console.log('route            p50 ms  p95 ms  p99 ms   c8 req/s  cpu ms | floor p50  floor p95  floor cpu  p50/floor  goal ms  ok');
+  for (const r of results) {
+    console.log(
+      `${r.route.padEnd(15)} ${ms(r.p50).padStart(7)} ${ms(r.p95).padStart(7)} ${ms(r.p99).padStart(7)} ${String(r.c8_per_s).padStart(10)} ${ms(r.server_cpu_ms).padStart(7)} | ` +
+        `${ms(r.floor_p50).padStart(9)} ${ms(r.floor_p95).padStart(10)} ${ms(r.floor_cpu_ms).padStart(10)} ${(r.multiple === undefined ? '—' : `${r.multiple.toFixed(2)}×`).padStart(10)} ` +
+        `${ms(r.goal_ms).padStart(8)}  ${r.within_goal === undefined ? '—' : r.within_goal ? 'yes' : 'NO'}`,
+    );
+  }
+}
+
+const workDir = mkdtempSync(path.join(tmpdir(), 'engram-ops-'));
+const loadBefore = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const all: Record<string, RouteResult[]> = {};
+try {
+  for (const backend of backends) all[backend] = await measureBackend(backend, workDir);
+} finally {
+  rmSync(workDir, { recursive: true, force: true });
+}
+const loadAfter = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+console.log(`\nload average before ${loadBefore}, after ${loadAfter}`);
+console.log(JSON.stringify({ bench: 'ops', quick: values.quick, calls: N, load_before: loadBefore, load_after: loadAfter, results: all }));
+process.exit(0);
