@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import type { AppEnv } from '../http/env.js';
-import { readJson } from '../http/input.js';
+import { readJson, readQuery } from '../http/input.js';
+import { jobQuery, waitForJob } from '../events/job-wait.js';
 import { scope } from '../http/middleware.js';
 import { SCOPES } from '../auth/principal.js';
 import { idParam } from '../memories/routes.js';
@@ -30,6 +31,9 @@ export function registerExtractionRoutes(app: Hono<AppEnv>, services: Services, 
   });
 
   app.get('/jobs/:id', scope(SCOPES.read), async (c) => {
-    return c.json(await getJob({ services, principal: c.get('principal') }, idParam(c.req.param('id'), 'job')));
+    const ctx = { services, principal: c.get('principal') };
+    const id = idParam(c.req.param('id'), 'job');
+    const { wait } = readQuery(c, jobQuery);
+    return c.json(wait ? await waitForJob(ctx, id, wait, services.notifier) : await getJob(ctx, id));
   });
 }

@@ -1,0 +1,66 @@
+import { and, asc, eq, gt, inArray, isNull, or, sql } from 'drizzle-orm';
+import { query, type Db } from '../db/client.js';
+import { memories, memoryEvents } from '../db/schema.js';
+import { memoryColumns } from '../memories/repository.js';
+import type { MemoryFields } from '../memories/schemas.js';
+
+export interface ExportPage {
+  tenantId: string;
+  userId: string;
+  after: { createdAt: Date; id: string } | undefined;
+  limit: number;
+  includeSuperseded: boolean;
+  now: Date;
+}
+
+/** One page of a user's memories, oldest first (keyset on created_at, id): export's cursor. */
+export async function exportPage(tx: Db, page: ExportPage): Promise<MemoryFields[]> {
+  const { after } = page;
+  return tx
+    .select(memoryColumns)
+    .from(memories)
+    .where(
+      and(
+        eq(memories.tenantId, page.tenantId),
+        eq(memories.userId, page.userId),
+        page.includeSuperseded ? undefined : and(isNull(memories.validTo), or(isNull(memories.expiresAt), gt(memories.expiresAt, page.now))),
+        after ? or(gt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), gt(memories.id, after.id))) : undefined,
+      ),
+    )
+    .orderBy(asc(memories.createdAt), asc(memories.id))
+    .limit(page.limit);
+}
+
+export async function historyOf(tx: Db, tenantId: string, memoryIds: string[]) {
+  if (memoryIds.length === 0) return [];
+  return tx
+    .select({
+      memoryId: memoryEvents.memoryId,
+      event: memoryEvents.event,
+      oldContent: memoryEvents.oldContent,
+      newContent: memoryEvents.newContent,
+      jobId: memoryEvents.jobId,
+      actor: memoryEvents.actor,
+      createdAt: memoryEvents.createdAt,
+    })
+    .from(memoryEvents)
+    .where(and(eq(memoryEvents.tenantId, tenantId), inArray(memoryEvents.memoryId, memoryIds)))
+    .orderBy(asc(memoryEvents.createdAt), asc(memoryEvents.id));
+}
+
+/**
+ * Which of these (content hash, valid_to) keys the user holds already: a current memory with the
+ * hash for a current line (valid_to null), a row with the hash and the same valid_to otherwise.
+ */
+export async function existingKeys(tx: Db, tenantId: string, userId: string, hashes: string[]): Promise<Set<string>> {
+  if (hashes.length === 0) return new Set();
+  const rows = await query<{ content_hash: string; valid_to: string | null }>(
+    tx,
+    sql`select content_hash, to_char(valid_to at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as valid_to
+        from memories where tenant_id = ${tenantId} and user_id = ${userId}
+        and content_hash in (${sql.join(hashes.map((h) => sql`${h}`), sql`, `)})`,
+  );
+  return new Set(rows.map((r) => importKey(r.content_hash, r.valid_to)));
+}
+
+export const importKey = (hash: string, validTo: string | null): string => `${hash}\u001f${validTo ?? ''}`;
