@@ -26,7 +26,6 @@ beforeAll(async () => {
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_RETRY_SCHEDULE_MS: '20,20,20',
       WEBHOOK_POLL_INTERVAL_MS: '50',
-      WEBHOOK_TIMEOUT_MS: '2000',
     },
     { isolated: true },
   );
@@ -158,12 +157,23 @@ describe('webhooks', () => {
 
   it("carries no content in an erased user's events", async () => {
     const { tenant, token } = await tenantWithHook(['memory.created', 'memory.deleted', 'user.erased']);
-    receiver.answer = () => 503; // hold the events in the outbox until the erasure
+    receiver.answer = () => 503;
     await call('POST', '/memories', token, { memories: [{ content: 'Alice has a secret diagnosis' }] });
     await waitUntil('a first attempt', () => receiver.requests.length >= 1, 15_000);
+    // Park the event between two attempts (no lease held), so the erasure finds it in the outbox.
+    await waitUntil(
+      'the event parked',
+      async () =>
+        (
+          await app.owner`update webhook_deliveries set next_attempt_at = now() + interval '1 hour'
+            where tenant_id = ${tenant} and status = 'pending' and (locked_until is null or locked_until < now()) returning id`
+        ).length === 1,
+      15_000,
+    );
     const eraser = await tokenFor({ tenant, user: 'alice', scope: 'memories:delete' });
     expect((await call('POST', '/memories/delete', eraser, {})).status).toBe(200);
     receiver.answer = () => 200;
+    await app.owner`update webhook_deliveries set next_attempt_at = now() where tenant_id = ${tenant} and status = 'pending'`;
     await waitUntil('user.erased', () => receiver.received.some((r) => r.type === 'user.erased'), 15_000);
     expect(receiver.received.map((r) => r.type)).toEqual(['memory.created', 'user.erased']);
     for (const r of receiver.received) {
