@@ -16,6 +16,23 @@ const FALLBACK_POLL_MS = 1000;
 const finished = (job: JobDto) => job.status === 'succeeded' || job.status === 'failed';
 
 /**
+ * Reads in progress, by job and caller: waiters of one job woken together share one query, so a
+ * crowd of waiters costs the pool one connection per wake-up, not one each.
+ */
+const reads = new Map<string, Promise<JobDto>>();
+
+function sharedRead(ctx: RequestContext, id: string): Promise<JobDto> {
+  const { tenantId, subject, scopes } = ctx.principal;
+  const key = [tenantId, id, subject ?? '', [...scopes].sort().join(' ')].join('\u001f');
+  let read = reads.get(key);
+  if (!read) {
+    read = getJob(ctx, id).finally(() => reads.delete(key));
+    reads.set(key, read);
+  }
+  return read;
+}
+
+/**
  * GET /jobs/{id}?wait=S: the job as soon as it has finished, or after S seconds as it is then.
  * Between looks the waiter holds no database connection: it sleeps until the job's NOTIFY (sent
  * at commit by the jobs trigger) or the deadline; it polls only while the listener is down.
@@ -30,7 +47,7 @@ export async function waitForJob(ctx: RequestContext, id: string, waitSeconds: n
   });
   try {
     for (;;) {
-      const job = await getJob(ctx, id);
+      const job = await sharedRead(ctx, id);
       const remaining = deadline - Date.now();
       if (finished(job) || remaining <= 0) return job;
       const sleepMs = notifier?.ready ? remaining : Math.min(remaining, FALLBACK_POLL_MS);
