@@ -11,6 +11,7 @@ const POSTGRES_ONLY = [
   'test/integration/extraction-worker-process.test.ts',
   'test/integration/queue-lease.test.ts',
   'test/integration/db-faults.test.ts',
+  'test/integration/webhooks-worker-kill.test.ts',
 ];
 
 export default defineConfig({

@@ -106,7 +106,8 @@ export class WebhookDispatcher {
   private readonly latency: Histogram | undefined;
 
   constructor(private readonly deps: DispatcherDeps) {
-    this.leaseMs = deps.config.webhooks.timeoutMs + 5000;
+    // Past the attempt's own timeout: only a dead worker's lease lapses.
+    this.leaseMs = deps.config.webhooks.timeoutMs + 2000;
     if (deps.registry) {
       this.attemptsCounter = new Counter({
         name: 'engram_webhook_attempts_total',
