@@ -88,11 +88,11 @@ const envSchema = z.object({
     .refine((value) => Buffer.byteLength(value, 'utf8') >= 32, 'must be at least 32 bytes')
     .optional(),
   WEBHOOK_ALLOW_PRIVATE: booleanString.default(false),
-  /** Delays before each retry of a delivery, in ms (jittered ±20%); the default spans about 27.5 hours. */
+  /** Delays before each retry of a delivery, in ms (jittered ±20%); the default spans 25 to 38 hours. */
   WEBHOOK_RETRY_SCHEDULE_MS: z
     .string()
     .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, 'must be a comma-separated list of milliseconds')
-    .default('5000,300000,1800000,7200000,18000000,36000000,36000000'),
+    .default('5000,300000,1800000,7200000,18000000,36000000,50400000'),
   WEBHOOK_TIMEOUT_MS: int(100, 60_000).default(10_000),
   WEBHOOK_CONCURRENCY: int(1, 256).default(8),
   /** How often dispatchers look for due deliveries when no notification woke them. */
