@@ -12,6 +12,7 @@ const POSTGRES_ONLY = [
   'test/integration/queue-lease.test.ts',
   'test/integration/db-faults.test.ts',
   'test/integration/webhooks-worker-kill.test.ts',
+  'test/integration/portability-roundtrip.test.ts',
 ];
 
 export default defineConfig({

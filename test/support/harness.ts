@@ -158,7 +158,7 @@ export async function startTestApp(overrides: Record<string, string> = {}, optio
 }
 
 /** The embedded backend: a fresh in-memory PGlite per app, the in-process queue, no Redis. */
-async function startPgliteApp(overrides: Record<string, string>, options: StartOptions): Promise<TestApp> {
+export async function startPgliteApp(overrides: Record<string, string>, options: StartOptions): Promise<TestApp> {
   const { isolated: _isolated, ...runtimeOptions } = options;
   const database = await openPglite({ dataDir: undefined, loadDataDir: await migratedPgliteSnapshot() });
   const { DATABASE_URL: _db, REDIS_URL: _redis, ...rest } = overrides;
