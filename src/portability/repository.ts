@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, or, sql } from 'drizzle-orm';
 import { query, type Db } from '../db/client.js';
 import { memories, memoryEvents } from '../db/schema.js';
 import { memoryColumns } from '../memories/repository.js';
@@ -7,27 +7,32 @@ import type { MemoryFields } from '../memories/schemas.js';
 export interface ExportPage {
   tenantId: string;
   userId: string;
-  after: { createdAt: Date; id: string } | undefined;
+  /** The last row of the previous page: its occurred_at exactly as stored (text, microseconds) and id. */
+  after: { at: string; id: string } | undefined;
   limit: number;
   includeSuperseded: boolean;
   now: Date;
 }
 
-/** One page of a user's memories, oldest first (keyset on created_at, id): export's cursor. */
-export async function exportPage(tx: Db, page: ExportPage): Promise<MemoryFields[]> {
+/**
+ * One page of a user's memories, newest occurred_at first, keyset on (occurred_at, id) along
+ * memories_user_occurred_idx: each page is an index range, never a sort of the user's rows. The
+ * key is compared as stored (microseconds), not as a Date (milliseconds), so no row repeats.
+ */
+export async function exportPage(tx: Db, page: ExportPage): Promise<Array<MemoryFields & { cursorAt: string }>> {
   const { after } = page;
   return tx
-    .select(memoryColumns)
+    .select({ ...memoryColumns, cursorAt: sql<string>`${memories.occurredAt}::text` })
     .from(memories)
     .where(
       and(
         eq(memories.tenantId, page.tenantId),
         eq(memories.userId, page.userId),
         page.includeSuperseded ? undefined : and(isNull(memories.validTo), or(isNull(memories.expiresAt), gt(memories.expiresAt, page.now))),
-        after ? or(gt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), gt(memories.id, after.id))) : undefined,
+        after ? sql`(${memories.occurredAt}, ${memories.id}) < (${after.at}::timestamptz, ${after.id}::uuid)` : undefined,
       ),
     )
-    .orderBy(asc(memories.createdAt), asc(memories.id))
+    .orderBy(desc(memories.occurredAt), desc(memories.id))
     .limit(page.limit);
 }
 

@@ -27,11 +27,15 @@ async function* linesOf(body: ReadableStream<Uint8Array> | null): AsyncGenerator
         throw new DomainError('malformed_json', 'the body is not valid UTF-8');
       }
       pending += text;
+      // Walk the buffer by position and cut once: re-slicing per line would copy a large chunk
+      // once per line it holds.
+      let start = 0;
       let newline: number;
-      while ((newline = pending.indexOf('\n')) >= 0) {
-        yield pending.slice(0, newline).replace(/\r$/, '');
-        pending = pending.slice(newline + 1);
+      while ((newline = pending.indexOf('\n', start)) >= 0) {
+        yield pending.slice(start, newline).replace(/\r$/, '');
+        start = newline + 1;
       }
+      pending = pending.slice(start);
       if (done) break;
     }
     if (pending !== '') yield pending;

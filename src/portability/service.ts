@@ -46,7 +46,7 @@ const MAX_REPORTED_ERRORS = 1000;
 export type ExportedMemory = MemoryDto & { events?: Array<{ event: string; old_content: string | null; new_content: string | null; job_id: string | null; actor: string; created_at: string }> };
 
 /**
- * The user's memories, oldest first, a page at a time, each page in its own short read-only
+ * The user's memories, most recent occurred_at first, a page at a time, each page in its own short read-only
  * transaction: the consumer's pace (backpressure) decides when the next page is read, and no
  * connection is held while it reads.
  */
@@ -55,7 +55,7 @@ export async function* exportMemories(ctx: RequestContext, query: ExportQuery): 
   const { tenantId } = ctx.principal;
   const userId = resolveUserId(ctx.principal, query.user_id);
   const now = ctx.services.clock();
-  let after: { createdAt: Date; id: string } | undefined;
+  let after: { at: string; id: string } | undefined;
   for (;;) {
     const { rows, history } = await withTenant(
       ctx.services.database,
@@ -73,10 +73,10 @@ export async function* exportMemories(ctx: RequestContext, query: ExportQuery): 
       list.push({ event: e.event, old_content: e.oldContent, new_content: e.newContent, job_id: e.jobId, actor: e.actor, created_at: e.createdAt.toISOString() });
       eventsOf.set(e.memoryId, list);
     }
-    for (const row of rows) yield query.include_history ? { ...toMemoryDto(row), events: eventsOf.get(row.id) ?? [] } : toMemoryDto(row);
+    for (const { cursorAt: _at, ...row } of rows) yield query.include_history ? { ...toMemoryDto(row), events: eventsOf.get(row.id) ?? [] } : toMemoryDto(row);
     const last = rows[rows.length - 1];
     if (!last || rows.length < EXPORT_PAGE) return;
-    after = { createdAt: last.createdAt, id: last.id };
+    after = { at: last.cursorAt, id: last.id };
   }
 }
 
@@ -154,7 +154,8 @@ async function storeBatch(ctx: RequestContext, userId: string, batch: Array<{ li
   const now = ctx.services.clock();
   const stored = await withTenant(ctx.services.database, tenantId, async (tx) => {
     await memoryRepo.lockUser(tx, tenantId, userId);
-    const existing = await repo.existingKeys(tx, tenantId, userId, fresh.map((k) => k.hash));
+    // Superseded lines are checked against all rows; current ones through the current-fact index.
+    const existing = await repo.existingKeys(tx, tenantId, userId, [...new Set(fresh.filter((k) => k.validTo !== null).map((k) => k.hash))]);
     // A current line whose fact is current already is the same memory, whatever its dates.
     const current = new Set((await memoryRepo.findCurrentByHashes(tx, tenantId, userId, fresh.map((k) => k.hash))).map((m) => m.contentHash));
     const rows: memoryRepo.NewMemoryRow[] = [];

@@ -33,7 +33,7 @@ describe('GET /jobs/{id}?wait=', () => {
     const jobId = await postExtract(app, token, { ...said('I grow tomatoes.'), infer: false });
     let answered = 0;
     const waiters = Array.from({ length: 200 }, () =>
-      app.runtime.app.request(`/jobs/${jobId}?wait=25`, { headers: { authorization: `Bearer ${token}` } }).then(async (res) => {
+      Promise.resolve(app.runtime.app.request(`/jobs/${jobId}?wait=25`, { headers: { authorization: `Bearer ${token}` } })).then(async (res: Response) => {
         answered += 1;
         return { status: res.status, body: (await res.json()) as { status: string } };
       }),

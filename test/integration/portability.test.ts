@@ -22,7 +22,7 @@ async function importInto(token: string, body: string, contentType = 'applicatio
 }
 
 describe('export', () => {
-  it('streams the user’s memories as NDJSON, oldest first, with history when asked', async () => {
+  it('streams the user’s memories as NDJSON, latest occurred first, with history when asked', async () => {
     const tenant = uniqueTenant('export');
     const token = await tokenFor({ tenant, user: 'eve' });
     const add = (content: string, extra: Record<string, unknown> = {}) =>
@@ -36,13 +36,13 @@ describe('export', () => {
     const current = await exportOf(token);
     expect(current.status).toBe(200);
     expect(current.type).toMatch(/application\/x-ndjson/);
-    expect(current.lines.map((l) => l.content)).toEqual(['Eve rides horses', 'Eve lives in Oslo']);
-    expect(current.lines[0]).toMatchObject({ importance: 8, category: 'hobby', metadata: { source: 'chat' }, occurred_at: '2024-03-01T10:00:00.000Z', valid_to: null, user_id: 'eve' });
+    expect(current.lines.map((l) => l.content)).toEqual(['Eve lives in Oslo', 'Eve rides horses']);
+    expect(current.lines[1]).toMatchObject({ importance: 8, category: 'hobby', metadata: { source: 'chat' }, occurred_at: '2024-03-01T10:00:00.000Z', valid_to: null, user_id: 'eve' });
 
     const all = await exportOf(token, '?include_superseded=true&include_history=true');
     expect(all.lines).toHaveLength(3);
     expect(all.lines.filter((l) => l.valid_to !== null)).toHaveLength(1);
-    expect(all.lines[0].events.map((e: { event: string }) => e.event)).toEqual(['ADD']);
+    expect(all.lines.find((l) => l.content === 'Eve rides horses').events.map((e: { event: string }) => e.event)).toEqual(['ADD']);
   });
 
   it('needs memories:read, and names another user only with act_as', async () => {

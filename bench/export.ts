@@ -1,0 +1,82 @@
+/**
+ * `npm run bench -- export`: streams one user's memories out of GET /memories/export and reports
+ * rows/s and how far the process's RSS rose above where it stood before the export (sampled every
+ * 20 ms), then imports the file back into another tenant (POST /memories/import) and reports its
+ * rows/s. The memories are inserted straight into PostgreSQL (the export is measured, not the add).
+ *
+ *   npm run bench -- export [--memories 100000] [--no-import]
+ */
+import { parseArgs } from 'node:util';
+import { startBenchServer } from './bench-server.js';
+
+const { values } = parseArgs({
+  options: { memories: { type: 'string', default: '100000' }, 'no-import': { type: 'boolean', default: false } },
+  strict: true,
+});
+const count = Math.max(1, Math.round(Number(values.memories)));
+const MB = 1024 * 1024;
+
+const bench = await startBenchServer({ EMBEDDING_DIMENSIONS: '256' });
+try {
+  const tenant = 'bench-export';
+  const token = await bench.token(tenant, 'una');
+  // Seeds through the API first, so the database records its embedder, then in bulk.
+  await fetch(`${bench.base}/memories`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ memories: [{ content: 'Una keeps a diary' }] }),
+  });
+  const started = performance.now();
+  await bench.owner.unsafe(
+    `insert into memories (tenant_id, user_id, content, content_hash, embedding, importance, category, metadata, occurred_at, created_at, updated_at)
+     select $1, 'una', 'Una remembers fact number ' || g || ': the meeting on the ' || (g % 28 + 1) || 'th was about budget line ' || (g * 7919 % 100000),
+            md5('bench' || g), (select ('[' || array_to_string(array_fill(0.0625::real, array[256]), ',') || ']')::vector),
+            1 + g % 10, case when g % 3 = 0 then 'work' end, jsonb_build_object('n', g), now() - g * interval '1 minute',
+            now() - g * interval '1 second', now()
+     from generate_series(1, $2::int) g`,
+    [tenant, count],
+  );
+  await bench.owner.unsafe('vacuum (analyze) memories');
+  process.stdout.write(`seeded ${count} memories in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+
+  global.gc?.();
+  const before = process.memoryUsage().rss;
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  const t0 = performance.now();
+  const res = await fetch(`${bench.base}/memories/export?include_superseded=true`, { headers: { authorization: `Bearer ${token}` } });
+  const reader = res.body!.getReader();
+  let lines = 0;
+  let bytes = 0;
+  const parts: Uint8Array[] = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    for (const b of value) if (b === 10) lines += 1;
+    if (!values['no-import']) parts.push(value);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  clearInterval(sampler);
+  // The file kept for the import below is the client's, not the server's: subtract it.
+  const kept = values['no-import'] ? 0 : bytes;
+  process.stdout.write(
+    `export: ${lines} rows, ${(bytes / MB).toFixed(1)} MB in ${seconds.toFixed(2)} s = ${Math.round(lines / seconds)} rows/s; ` +
+      `RSS ${(before / MB).toFixed(0)} MB before, peak +${((peak - before - kept) / MB).toFixed(1)} MB (excluding the ${(kept / MB).toFixed(1)} MB file the client kept)\n`,
+  );
+
+  if (!values['no-import']) {
+    const target = await bench.token('bench-import', 'una');
+    const t1 = performance.now();
+    const imported = await fetch(`${bench.base}/memories/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${target}`, 'content-type': 'application/x-ndjson' },
+      body: new Blob(parts),
+    });
+    const result = (await imported.json()) as { imported: number; skipped: number; errors: unknown[] };
+    const s = (performance.now() - t1) / 1000;
+    process.stdout.write(`import: ${result.imported} imported, ${result.skipped} skipped, ${result.errors.length} errors in ${s.toFixed(1)} s = ${Math.round(result.imported / s)} rows/s (lexical embedder, 256 dimensions)\n`);
+  }
+} finally {
+  await bench.close();
+}
