@@ -152,4 +152,4 @@ export const erasures = pgTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.id] })],
 );
 
-export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures'] as const;
+export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures', 'webhook_endpoints', 'webhook_deliveries'] as const;
