@@ -161,35 +161,6 @@ LANGUAGE sql STABLE AS $$
   SELECT jsonb_build_object('memory_id', m.id, 'user_id', m.user_id, 'agent_id', m.agent_id, 'run_id', m.run_id, 'memory', engram_memory_json(m))
 $$;
 --> statement-breakpoint
--- Memory events from every write path (direct add, PATCH, delete, extraction, import, expiry):
--- created on insert; superseded when valid_to is set; updated when a visible field changes;
--- deleted on delete. Row triggers in statement order, so one statement's events keep its order.
-CREATE OR REPLACE FUNCTION engram_memories_webhooks() RETURNS trigger
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-  kind text;
-  row_data memories;
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    kind := 'memory.created'; row_data := NEW;
-  ELSIF TG_OP = 'DELETE' THEN
-    kind := 'memory.deleted'; row_data := OLD;
-  ELSIF OLD.valid_to IS NULL AND NEW.valid_to IS NOT NULL THEN
-    kind := 'memory.superseded'; row_data := NEW;
-  ELSIF (OLD.content, OLD.importance, OLD.category, OLD.metadata, OLD.expires_at, OLD.agent_id, OLD.run_id, OLD.occurred_at)
-        IS DISTINCT FROM (NEW.content, NEW.importance, NEW.category, NEW.metadata, NEW.expires_at, NEW.agent_id, NEW.run_id, NEW.occurred_at) THEN
-    kind := 'memory.updated'; row_data := NEW;
-  ELSE
-    RETURN NULL;
-  END IF;
-  IF engram_webhook_outbox_lock(kind) THEN
-    PERFORM engram_webhook_enqueue(row_data.tenant_id, kind, row_data.user_id,
-      engram_memory_event_data(row_data) || CASE WHEN kind = 'memory.superseded' THEN jsonb_build_object('superseded_by', row_data.superseded_by) ELSE '{}'::jsonb END);
-  END IF;
-  RETURN NULL;
-END
-$$;
---> statement-breakpoint
 -- Before a statement on memories locks any row: take the tenant's announcing lock first, so a
 -- transaction never waits for it while holding a memory row another announcer wants (deadlock).
 CREATE OR REPLACE FUNCTION engram_memories_webhooks_lock() RETURNS trigger
@@ -208,10 +179,62 @@ DROP TRIGGER IF EXISTS memories_webhooks_lock ON memories;
 CREATE TRIGGER memories_webhooks_lock BEFORE INSERT OR UPDATE OR DELETE ON memories
   FOR EACH STATEMENT EXECUTE FUNCTION engram_memories_webhooks_lock();
 --> statement-breakpoint
+-- Memory events from every write path (direct add, PATCH, delete, extraction, import, expiry):
+-- created on insert; superseded when valid_to is set; updated when a visible field changes;
+-- deleted on delete. Statement triggers over transition tables: a tenant without an endpoint for
+-- the event pays one lookup per statement, not one per row; rows are announced in statement order.
+CREATE OR REPLACE FUNCTION engram_memories_webhooks() RETURNS trigger
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  r record;
+  kind text;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled
+                 AND e.events && ARRAY['memory.created', 'memory.updated', 'memory.superseded', 'memory.deleted']) THEN
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'INSERT' THEN
+    FOR r IN SELECT n::memories AS m FROM new_rows n LOOP
+      IF engram_webhook_outbox_lock('memory.created') THEN
+        PERFORM engram_webhook_enqueue((r.m).tenant_id, 'memory.created', (r.m).user_id, engram_memory_event_data(r.m));
+      END IF;
+    END LOOP;
+  ELSIF TG_OP = 'DELETE' THEN
+    FOR r IN SELECT o::memories AS m FROM old_rows o LOOP
+      IF engram_webhook_outbox_lock('memory.deleted') THEN
+        PERFORM engram_webhook_enqueue((r.m).tenant_id, 'memory.deleted', (r.m).user_id, engram_memory_event_data(r.m));
+      END IF;
+    END LOOP;
+  ELSE
+    FOR r IN SELECT n::memories AS m, o::memories AS old FROM new_rows n JOIN old_rows o ON o.tenant_id = n.tenant_id AND o.id = n.id LOOP
+      IF (r.old).valid_to IS NULL AND (r.m).valid_to IS NOT NULL THEN
+        kind := 'memory.superseded';
+      ELSIF ((r.old).content, (r.old).importance, (r.old).category, (r.old).metadata, (r.old).expires_at, (r.old).agent_id, (r.old).run_id, (r.old).occurred_at)
+            IS DISTINCT FROM ((r.m).content, (r.m).importance, (r.m).category, (r.m).metadata, (r.m).expires_at, (r.m).agent_id, (r.m).run_id, (r.m).occurred_at) THEN
+        kind := 'memory.updated';
+      ELSE
+        CONTINUE;
+      END IF;
+      IF engram_webhook_outbox_lock(kind) THEN
+        PERFORM engram_webhook_enqueue((r.m).tenant_id, kind, (r.m).user_id,
+          engram_memory_event_data(r.m) || CASE WHEN kind = 'memory.superseded' THEN jsonb_build_object('superseded_by', (r.m).superseded_by) ELSE '{}'::jsonb END);
+      END IF;
+    END LOOP;
+  END IF;
+  RETURN NULL;
+END
+$$;
+--> statement-breakpoint
 DROP TRIGGER IF EXISTS memories_webhooks ON memories;
 --> statement-breakpoint
-CREATE TRIGGER memories_webhooks AFTER INSERT OR UPDATE OR DELETE ON memories
-  FOR EACH ROW EXECUTE FUNCTION engram_memories_webhooks();
+CREATE TRIGGER memories_webhooks_insert AFTER INSERT ON memories
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION engram_memories_webhooks();
+--> statement-breakpoint
+CREATE TRIGGER memories_webhooks_update AFTER UPDATE ON memories
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION engram_memories_webhooks();
+--> statement-breakpoint
+CREATE TRIGGER memories_webhooks_delete AFTER DELETE ON memories
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION engram_memories_webhooks();
 --> statement-breakpoint
 -- A job that finished: listeners of GET /jobs/{id}?wait= hear of it at commit, and
 -- job.succeeded / job.failed go to the outbox.

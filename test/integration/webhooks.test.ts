@@ -160,13 +160,14 @@ describe('webhooks', () => {
     receiver.answer = () => 503;
     await call('POST', '/memories', token, { memories: [{ content: 'Alice has a secret diagnosis' }] });
     await waitUntil('a first attempt', () => receiver.requests.length >= 1, 15_000);
-    // Park the event between two attempts (no lease held), so the erasure finds it in the outbox.
+    // Park the event between two attempts (no lease held; retries the short test schedule may
+    // have used up are given back), so the erasure finds it in the outbox.
     await waitUntil(
       'the event parked',
       async () =>
         (
-          await app.owner`update webhook_deliveries set next_attempt_at = now() + interval '1 hour'
-            where tenant_id = ${tenant} and status = 'pending' and (locked_until is null or locked_until < now()) returning id`
+          await app.owner`update webhook_deliveries set next_attempt_at = now() + interval '1 hour', status = 'pending', attempts = 0
+            where tenant_id = ${tenant} and (locked_until is null or locked_until < now()) returning id`
         ).length === 1,
       15_000,
     );
