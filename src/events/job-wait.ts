@@ -7,7 +7,12 @@ import { CHANNELS, type Notifier } from './notifier.js';
 /** `?wait=S` of GET /jobs/{id}: whole or fractional seconds, 0 to 30. */
 export const MAX_WAIT_SECONDS = 30;
 export const jobQuery = z.strictObject({
-  wait: z.coerce.number().min(0).max(MAX_WAIT_SECONDS).optional(),
+  wait: z.coerce
+    .number()
+    .min(0)
+    .max(MAX_WAIT_SECONDS)
+    .optional()
+    .meta({ description: 'Seconds (0–30, fractions allowed) to wait for the job to finish before answering.', example: 10 }),
 });
 
 /** How often a waiter looks again while the listener is down (the fallback only). */

@@ -1,4 +1,3 @@
-import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { TokenVerifier } from '../auth/verifier.js';
 import { isDataException, isDatabaseUnavailable, sqlState } from '../db/client.js';
@@ -11,6 +10,9 @@ import type { AppEnv } from './env.js';
 import { SCOPES } from '../auth/principal.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { registerDocsRoutes } from './docs.js';
+import { apiDocs, health, metricsRoute, openApiJson, ready } from './routes.js';
+import { createRouter, type Router } from './routing.js';
+import { allowedMethods } from './methods.js';
 import { authenticate, limitBody, observeRequests, rateLimitPerTenant, requestDeadline, requestId, scope } from './middleware.js';
 import { openApiDocument } from './openapi.js';
 import { createRateLimiter, type TenantRateLimiter } from './rate-limit.js';
@@ -34,7 +36,7 @@ export interface AppDependencies {
   verifier: TokenVerifier;
   readiness?: ReadinessCheck[];
   /** Extra route groups (extraction, jobs, admin) registered by the modules that own them. */
-  extraRoutes?: Array<(app: Hono<AppEnv>) => void>;
+  extraRoutes?: Array<(app: Router) => void>;
   /** The runtime's metrics, served at /metrics; a private set when omitted. */
   metrics?: Metrics;
   /** The tenants' rate limiter (cluster-wide with Redis); a per-process one from the config when omitted. */
@@ -44,9 +46,9 @@ export interface AppDependencies {
 const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*', '/webhooks', '/webhooks/*'];
 
 /** The whole HTTP surface, without listening: main.ts serves it, tests call app.request(). */
-export function buildApp(deps: AppDependencies): Hono<AppEnv> {
+export function buildApp(deps: AppDependencies): Router {
   const { services } = deps;
-  const app = new Hono<AppEnv>();
+  const app = createRouter();
 
   const metrics = deps.metrics ?? createMetrics({ defaultMetrics: false });
 
@@ -60,8 +62,10 @@ export function buildApp(deps: AppDependencies): Hono<AppEnv> {
   const importLimit = limitBody(services.config.portability.maxImportBytes);
   app.use('*', (c, next) => (c.req.path === IMPORT_PATH ? importLimit(c, next) : bodyLimit(c, next)));
 
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.get('/readyz', async (c) => {
+  app.use('*', allowedMethods());
+
+  app.openapi(health, (c) => c.json({ status: 'ok' as const }, 200));
+  app.openapi(ready, async (c) => {
     const checks: ReadinessCheck[] = [{ name: 'database', critical: true, check: () => services.database.ping() }, ...(deps.readiness ?? [])];
     const results = await Promise.all(
       checks.map(async ({ name, check, critical }) => {
@@ -75,12 +79,12 @@ export function buildApp(deps: AppDependencies): Hono<AppEnv> {
     );
     const down = results.filter((r) => !r.ok);
     const status = down.length === 0 ? 'ready' : down.some((r) => r.critical) ? 'unavailable' : 'degraded';
-    const states = Object.fromEntries(results.map((r) => [r.name, r.ok ? 'ok' : r.critical ? 'unavailable' : 'degraded']));
-    return c.json({ status, checks: states }, status === 'unavailable' ? 503 : 200);
+    const states = Object.fromEntries(results.map((r) => [r.name, r.ok ? ('ok' as const) : r.critical ? ('unavailable' as const) : ('degraded' as const)]));
+    return status === 'unavailable' ? c.json({ status, checks: states }, 503) : c.json({ status, checks: states }, 200);
   });
-  app.get('/openapi.json', (c) => c.json(openApiDocument()));
-  registerDocsRoutes(app);
-  app.get('/metrics', async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
+  app.openapi(openApiJson, (c) => c.json(openApiDocument() as { openapi: string; info: { title: string; version: string }; paths: Record<string, unknown> }, 200));
+  registerDocsRoutes(app, apiDocs);
+  app.openapi(metricsRoute, async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
 
   // One instance of each for every prefix: a request is verified once and counted once, against
   // one counter per tenant, whichever protected route it reaches.

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { Hono } from 'hono';
 import { DomainError } from '../shared/errors.js';
-import type { AppEnv } from './env.js';
+import type { apiDocs as apiDocsRoute } from './routes.js';
+import { apiDocsAsset } from './routes.js';
+import type { Router } from './routing.js';
 
 /**
  * GET /docs: Swagger UI over /openapi.json, served entirely from this process (swagger-ui-dist's
@@ -65,10 +66,10 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inl
 
 const loaded = new Map<string, Uint8Array | string>();
 
-export function registerDocsRoutes(app: Hono<AppEnv>): void {
-  app.get('/docs', (c) => c.body(PAGE, 200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP }));
-  app.get('/docs/assets/:file', (c) => {
-    const name = c.req.param('file');
+export function registerDocsRoutes(app: Router, page: typeof apiDocsRoute): void {
+  app.openapi(page, (c) => c.body(PAGE, 200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP }));
+  app.openapi(apiDocsAsset, (c) => {
+    const name = c.req.valid('param').file;
     const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (!asset) throw new DomainError('not_found', 'no such documentation asset');
     let body = loaded.get(name);

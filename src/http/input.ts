@@ -1,5 +1,4 @@
 import type { Context } from 'hono';
-import type { z } from 'zod';
 import { DomainError, type FieldError } from '../shared/errors.js';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -64,41 +63,14 @@ function findForbiddenKeys(value: unknown, path: PropertyKey[] = [], found: Fiel
   return found;
 }
 
-function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
-  const tooDeep = findTooDeep(value);
-  if (tooDeep) {
-    throw new DomainError('validation_failed', `the ${what} is nested more than ${MAX_JSON_DEPTH} levels deep`, {
-      errors: [{ path: pointer(tooDeep), message: `nested more than ${MAX_JSON_DEPTH} levels deep` }],
-    });
-  }
-  const unsafe = findUnsafeStrings(value);
-  if (unsafe.length > 0) throw new DomainError('validation_failed', `the ${what} contains characters that cannot be stored`, { errors: unsafe });
-  const forbidden = findForbiddenKeys(value);
-  if (forbidden.length > 0) throw new DomainError('validation_failed', `the ${what} contains a field name that is not accepted`, { errors: forbidden });
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    // An unknown field is reported at its own path (/memories/0/colour), one entry per field.
-    const errors = parsed.error.issues
-      .flatMap((issue) =>
-        issue.code === 'unrecognized_keys'
-          ? issue.keys.map((key) => ({ path: pointer([...issue.path, key]), message: 'unknown field' }))
-          : [{ path: pointer(issue.path), message: issue.message }],
-      )
-      .slice(0, 50);
-    // The first error in the detail, at its path; the body itself (path "") is not named twice.
-    const first = errors[0];
-    const where = first?.path ? `${first.path} ` : '';
-    throw new DomainError('validation_failed', `the ${what} is not valid: ${where}${first?.message ?? ''}`.trim(), { errors });
-  }
-  return parsed.data;
-}
-
-/** Reads, decodes and validates a JSON body: 415, 400 malformed or invalid, never a 500. */
-export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+/**
+ * Reads and decodes a JSON body before any schema sees it: 415 unless JSON, 400 for invalid UTF-8,
+ * malformed JSON, nesting deeper than zod's and JSON.stringify's recursion can walk, NUL bytes,
+ * lone surrogates and `__proto__` keys. Never a 500.
+ */
+export async function readStrictJson(c: Context): Promise<unknown> {
   const contentType = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (contentType !== 'application/json' && !/^application\/[a-z0-9.+-]*\+json$/.test(contentType)) {
-    throw new DomainError('unsupported_media_type', 'the body must be application/json');
-  }
+  if (!JSON_MEDIA_TYPE.test(contentType)) throw new DomainError('unsupported_media_type', 'the body must be application/json');
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   let text: string;
   try {
@@ -114,13 +86,18 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
     const position = /position (\d+)/.exec((error as Error).message)?.[1];
     throw new DomainError('malformed_json', `the body is not valid JSON${position ? ` (at position ${position})` : ''}`);
   }
-  return validate(schema, value, 'body');
+  const tooDeep = findTooDeep(value);
+  if (tooDeep) {
+    throw new DomainError('validation_failed', `the body is nested more than ${MAX_JSON_DEPTH} levels deep`, {
+      errors: [{ path: pointer(tooDeep), message: `nested more than ${MAX_JSON_DEPTH} levels deep` }],
+    });
+  }
+  const unsafe = findUnsafeStrings(value);
+  if (unsafe.length > 0) throw new DomainError('validation_failed', 'the body contains characters that cannot be stored', { errors: unsafe });
+  const forbidden = findForbiddenKeys(value);
+  if (forbidden.length > 0) throw new DomainError('validation_failed', 'the body contains a field name that is not accepted', { errors: forbidden });
+  return value;
 }
 
-export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
-  return validate(schema, c.req.query(), 'query');
-}
-
-export function readParam<S extends z.ZodType>(c: Context, name: string, schema: S): z.output<S> {
-  return validate(schema, c.req.param(name), `path parameter ${name}`);
-}
+/** application/json or application/<something>+json: the types Hono's JSON validator reads too. */
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/;

@@ -8,6 +8,7 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   idempotency_conflict: 409,
   payload_too_large: 413,
@@ -23,6 +24,7 @@ const TITLE: Record<ErrorCode, string> = {
   unauthorized: 'Unauthorized',
   forbidden: 'Forbidden',
   not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
   conflict: 'Conflict',
   idempotency_conflict: 'Idempotency key reused with another body',
   payload_too_large: 'Payload too large',
@@ -69,6 +71,7 @@ export function problem(c: Context, error: DomainError): Response {
   if (error.code === 'unauthorized') {
     headers['www-authenticate'] = error.details.credentialsSent === false ? 'Bearer realm="engram"' : 'Bearer realm="engram", error="invalid_token"';
   }
+  if (error.details.allow) headers.allow = error.details.allow.join(', ');
   if (error.details.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.details.retryAfterSeconds);
   return c.body(JSON.stringify(body), status, headers);
 }

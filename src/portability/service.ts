@@ -9,16 +9,27 @@ import { category, idText, importance, isoDateTime, memoryContent, metadataObjec
 import type { RequestContext } from '../shared/context.js';
 import * as repo from './repository.js';
 
-const booleanQuery = z.enum(['true', 'false']).transform((v) => v === 'true');
+const booleanQuery = z.enum(['true', 'false']).default('false').transform((v) => v === 'true');
+const userParam = idText.optional().meta({ description: "The user; defaults to the token's `sub`.", example: 'alice' });
 
 export const exportQuery = z.strictObject({
-  user_id: idText.optional(),
-  include_superseded: booleanQuery.default(false),
-  include_history: booleanQuery.default(false),
+  user_id: userParam,
+  include_superseded: booleanQuery.meta({ description: 'Also export superseded and expired memories (`true` or `false`).', example: 'false' }),
+  include_history: booleanQuery.meta({ description: "Add each memory's history as `events` (`true` or `false`).", example: 'false' }),
 });
 export type ExportQuery = z.output<typeof exportQuery>;
 
-export const importQuery = z.strictObject({ user_id: idText.optional() });
+export const importQuery = z.strictObject({ user_id: userParam });
+
+export const importResult = z
+  .strictObject({
+    imported: z.number().int().min(0),
+    skipped: z.number().int().min(0).meta({ description: 'Lines the user already held (or repeated in the file).' }),
+    errors: z
+      .array(z.strictObject({ line: z.number().int().min(1), message: z.string() }))
+      .meta({ description: 'Lines refused, by number (at most 1,000 are listed).' }),
+  })
+  .meta({ id: 'ImportResult' });
 
 /**
  * One line of an import: an exported Memory. Ids, user, timestamps of the source and its history

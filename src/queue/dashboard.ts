@@ -3,12 +3,37 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { HonoAdapter } from '@bull-board/hono';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono, type Context } from 'hono';
+import { z } from 'zod';
+import { SCOPES } from '../auth/principal.js';
+import { defineRoute, X_REQUEST_ID, type Router } from '../http/routing.js';
 import type { AppEnv } from '../http/env.js';
 import { DomainError } from '../shared/errors.js';
 import { BullJobQueue } from './bullmq.js';
 import type { JobQueue } from './types.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
+
+export const queueDashboard = defineRoute({
+  method: 'get',
+  path: DASHBOARD_PATH,
+  operationId: 'queueDashboard',
+  tags: ['operations'],
+  summary: 'Queue dashboard (operators)',
+  description: `**Required scope:** \`engram:operator\`.
+
+The extraction queue's dashboard (bull-board, read-only), which shows every tenant's jobs,
+so a tenant's \`engram:admin\` is not enough. Served when \`REDIS_URL\` is configured; without
+Redis the route answers 404, as do the board's own unknown paths (problem+json). The page
+loads its scripts, styles and JSON from paths under \`/admin/queues/\`, which need the same
+token: put the dashboard behind a proxy that adds the operator's \`Authorization\` header.`,
+  scope: SCOPES.operator,
+  responses: {
+    200: { description: 'The dashboard page.', headers: X_REQUEST_ID, content: { 'text/html': { schema: z.string(), example: '<!DOCTYPE html>…' } } },
+    404: { $ref: '#/components/responses/NotFound' },
+  },
+});
+
+export const dashboardRoutes = [queueDashboard];
 
 /**
  * GET /admin/queues: bull-board's dashboard over the BullMQ extraction queue, read-only (jobs are
@@ -20,9 +45,9 @@ export const DASHBOARD_PATH = '/admin/queues';
  * The board is a Hono app of its own, reached by dispatch rather than mounted, so its internal
  * routes (static files, its JSON API) stay out of the app's documented route table.
  */
-export function registerQueueDashboard(app: Hono<AppEnv>, queue: JobQueue): void {
+export function registerQueueDashboard(app: Router, queue: JobQueue): void {
   if (!(queue instanceof BullJobQueue)) {
-    app.get(DASHBOARD_PATH, () => {
+    app.openapi(queueDashboard, () => {
       throw new DomainError('not_found', 'the queue dashboard is served only with REDIS_URL (BullMQ)');
     });
     return;
@@ -35,7 +60,7 @@ export function registerQueueDashboard(app: Hono<AppEnv>, queue: JobQueue): void
     options: { uiConfig: { boardTitle: 'Engram queues' } },
   });
   const board = new Hono().route(DASHBOARD_PATH, adapter.registerPlugin());
-  app.get(DASHBOARD_PATH, (c) => serveBoard(board, c));
+  app.openapi(queueDashboard, (c) => serveBoard(board, c));
   app.all(`${DASHBOARD_PATH}/*`, (c) => {
     c.set('routeTemplate', `${DASHBOARD_PATH}/*`);
     // Read-only whatever the board's own checks: it may look, never pause, retry, clean or add.

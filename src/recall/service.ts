@@ -1,11 +1,11 @@
 import { SCOPES, requireScope, resolveUserId } from '../auth/principal.js';
 import { withTenant } from '../db/tenant.js';
-import { toMemoryDto, type MemoryDto } from '../memories/schemas.js';
+import { toMemoryDto } from '../memories/schemas.js';
 import type { RequestContext } from '../shared/context.js';
 import type { Db } from '../db/client.js';
 import { bm25Scores, queryTerms } from './bm25.js';
 import { findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQuery } from './repository.js';
-import { MAX_RECALL_LIMIT, type RecallBody } from './schemas.js';
+import { MAX_RECALL_LIMIT, type RecallBody, type RecalledMemory } from './schemas.js';
 import {
   DEFAULT_WEIGHTS,
   TEXT_RELEVANCE_WEIGHT,
@@ -23,10 +23,6 @@ import {
 import { KeyedLimiter } from './limiter.js';
 import { queryWordForms } from './word-forms.js';
 
-export interface RecalledMemory extends MemoryDto {
-  score: number;
-  scores: { recency: number; importance: number; relevance: number };
-}
 
 /**
  * How many candidates each arm contributes, whatever the request's `limit`: the most a request may

@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conflict'
   | 'idempotency_conflict'
   | 'rate_limited'
@@ -25,7 +26,7 @@ export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly details: { errors?: FieldError[]; retryAfterSeconds?: number; credentialsSent?: boolean } = {},
+    readonly details: { errors?: FieldError[]; retryAfterSeconds?: number; credentialsSent?: boolean; allow?: string[] } = {},
   ) {
     super(message);
     this.name = 'DomainError';

@@ -14,36 +14,72 @@ export interface WebhookSettings {
   allowPrivate: boolean;
 }
 
-export const createWebhookBody = z.strictObject({
-  url: z.string().trim().min(1).max(2048),
-  events: z
-    .array(z.enum(repo.WEBHOOK_EVENTS))
-    .min(1)
-    .max(repo.WEBHOOK_EVENTS.length)
-    .refine((events) => new Set(events).size === events.length, 'must not repeat an event'),
-  description: z.string().trim().max(500).nullable().optional(),
-});
+const EVENT_LIST = repo.WEBHOOK_EVENTS.map((e) => `\`${e}\``).join(', ');
+
+export const createWebhookBody = z
+  .strictObject({
+    url: z
+      .string()
+      .trim()
+      .min(1)
+      .max(2048)
+      .meta({ description: 'Where to POST events: `https://` (see the URL rules above).', example: 'https://crm.example.com/engram' }),
+    events: z
+      .array(z.enum(repo.WEBHOOK_EVENTS))
+      .min(1)
+      .max(repo.WEBHOOK_EVENTS.length)
+      .refine((events) => new Set(events).size === events.length, 'must not repeat an event')
+      .meta({ description: `The events to receive: any of ${EVENT_LIST}.` }),
+    description: z.string().trim().max(500).nullable().optional().meta({ description: 'A note for people.' }),
+  })
+  .meta({ id: 'CreateWebhook' });
 export type CreateWebhookBody = z.output<typeof createWebhookBody>;
 
+export const webhookIdParams = z.object({
+  id: z
+    .uuid({ error: 'webhook not found' })
+    .transform((id) => id.toLowerCase())
+    .meta({ description: "The webhook's id. A value that is not a UUID answers 404.", example: '5d0c7f1e-2b3a-4c5d-8e9f-0a1b2c3d4e5f' }),
+});
+
 export const listDeliveriesQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().min(1).max(64).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20).meta({ description: 'Page size.', example: 20 }),
+  cursor: z.string().min(1).max(64).optional().meta({ description: 'The `next_cursor` of the previous page.' }),
 });
 export type ListDeliveriesQuery = z.output<typeof listDeliveriesQuery>;
 
-export interface WebhookDto {
-  id: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  enabled: boolean;
-  created_at: string;
-}
+const webhookFields = {
+  id: z.uuid(),
+  url: z.string(),
+  events: z.array(z.enum(repo.WEBHOOK_EVENTS)),
+  description: z.string().nullable(),
+  enabled: z.boolean().meta({ description: 'False once the receiver answered 410 Gone: nothing more is sent to it.' }),
+  created_at: z.string().meta({ format: 'date-time' }),
+};
+export const webhookSchema = z.strictObject(webhookFields).meta({ id: 'Webhook' });
+export const createdWebhookSchema = z
+  .strictObject({ ...webhookFields, secret: z.string().meta({ description: 'The `whsec_…` signing secret, shown only in this answer.' }) })
+  .meta({ id: 'CreatedWebhook' });
+export const webhookList = z.strictObject({ webhooks: z.array(webhookSchema) }).meta({ id: 'WebhookList' });
+export const deliverySchema = z
+  .strictObject({
+    id: z.uuid().meta({ description: 'Also the `webhook-id` header of every attempt of this delivery.' }),
+    event: z.enum(repo.WEBHOOK_EVENTS),
+    status: z.enum(['pending', 'succeeded', 'failed']),
+    attempts: z.number().int().min(0),
+    last_status_code: z.number().int().nullable().meta({ description: "The receiver's last HTTP status; null when it did not answer." }),
+    created_at: z.string().meta({ format: 'date-time' }),
+    delivered_at: z.string().meta({ format: 'date-time' }).nullable(),
+  })
+  .meta({ id: 'WebhookDelivery' });
+export const deliveryPage = z.strictObject({ deliveries: z.array(deliverySchema), next_cursor: z.string().nullable() }).meta({ id: 'WebhookDeliveryPage' });
+
+export type WebhookDto = z.output<typeof webhookSchema>;
 
 const toDto = (row: repo.EndpointRow): WebhookDto => ({
   id: row.id,
   url: row.url,
-  events: row.events,
+  events: row.events as repo.WebhookEvent[],
   description: row.description,
   enabled: row.enabled,
   created_at: row.created_at.toISOString(),
@@ -114,7 +150,7 @@ export async function listDeliveries(ctx: RequestContext, endpointId: string, qu
   return {
     deliveries: page.map((d) => ({
       id: d.id,
-      event: d.event,
+      event: d.event as repo.WebhookEvent,
       status: d.status,
       attempts: d.attempts,
       last_status_code: d.last_status_code,

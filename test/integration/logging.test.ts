@@ -88,7 +88,7 @@ describe('the log of an extract → recall → erase flow', () => {
 
     const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     const requestLines = parsed.filter((l) => l.msg === 'request');
-    const jobPolls = requestLines.filter((l) => l.route === '/jobs/{id}').length;
+    const jobPolls = requestLines.filter((l) => l.route === '/jobs/{job_id}').length;
     expect(jobPolls).toBeGreaterThan(0);
     expect(requestLines).toHaveLength(requests + jobPolls);
 

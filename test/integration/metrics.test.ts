@@ -78,7 +78,7 @@ describe('GET /metrics', () => {
     expect(http('/memories', '201', 'POST')).toBe(1);
     expect(http('/memories/recall', '200', 'POST')).toBe(1);
     expect(http('/memories/recall', '503', 'POST')).toBe(1);
-    expect(http('/jobs/{id}', '200')).toBeGreaterThanOrEqual(1);
+    expect(http('/jobs/{job_id}', '200')).toBeGreaterThanOrEqual(1);
     expect(http('unmatched', '404')).toBe(1);
     expect(total(samples, 'engram_http_request_duration_seconds_count', { method: 'GET', route: '/memories/{id}', status: '200' })).toBe(1);
 
@@ -108,7 +108,7 @@ describe('GET /metrics', () => {
     expect(leaks).toEqual([]);
     const routes = new Set(samples.filter((s) => s.name === 'engram_http_requests_total').map((s) => s.labels.route!));
     for (const route of routes) expect(route, route).toMatch(/^(unmatched|\/[A-Za-z0-9_/.{}*-]*)$/);
-    expect([...routes].filter((r) => r.includes('{'))).toEqual(expect.arrayContaining(['/memories/{id}', '/jobs/{id}']));
+    expect([...routes].filter((r) => r.includes('{'))).toEqual(expect.arrayContaining(['/memories/{id}', '/jobs/{job_id}']));
   });
 });
 

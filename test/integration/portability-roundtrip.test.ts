@@ -58,7 +58,7 @@ describe('export from PostgreSQL, import into the embedded backend', () => {
     expect(file.split('\n').filter(Boolean)).toHaveLength(4);
 
     const to = await tokenFor({ tenant: uniqueTenant('to'), user: 'hal' });
-    const imported = await target.call('POST', '/memories/import', { token: to, rawBody: file, headers: { 'content-type': 'application/x-ndjson' }, skipOpenApiCheck: true });
+    const imported = await target.call('POST', '/memories/import', { token: to, rawBody: file, headers: { 'content-type': 'application/x-ndjson' } });
     expect(imported.body).toEqual({ imported: 4, skipped: 0, errors: [] });
     const again = await exportAll(target, to);
     expect(comparable(again)).toEqual(comparable(file));

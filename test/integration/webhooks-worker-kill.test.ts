@@ -40,7 +40,7 @@ describe('a worker killed mid-delivery', () => {
   it('re-delivers the event with the same webhook-id', async () => {
     const tenant = uniqueTenant('hookkill');
     const admin = await tokenFor({ tenant, scope: 'engram:admin' });
-    const created = await app.call('POST', '/webhooks', { token: admin, body: { url: receiver.url, events: ['memory.created'] }, skipOpenApiCheck: true });
+    const created = await app.call('POST', '/webhooks', { token: admin, body: { url: receiver.url, events: ['memory.created'] } });
     receiver.setSecret(created.body.secret);
     receiver.answer = ({ attempt }) => (attempt === 1 ? 'hang' : 200);
 
@@ -50,7 +50,7 @@ describe('a worker killed mid-delivery', () => {
       stdio: 'ignore',
     });
     const token = await tokenFor({ tenant, user: 'dee' });
-    await app.call('POST', '/memories', { token, body: { memories: [{ content: 'Dee keeps bees' }] }, skipOpenApiCheck: true });
+    await app.call('POST', '/memories', { token, body: { memories: [{ content: 'Dee keeps bees' }] } });
     await waitUntil('the first delivery in flight', () => receiver.requests.length === 1, 30_000);
     worker.kill('SIGKILL');
 

@@ -42,7 +42,7 @@ beforeEach(async () => {
   receiver = await startReceiver();
 });
 
-const call = (method: string, path: string, token: string, body?: unknown) => app.call(method, path, { token, body, skipOpenApiCheck: true });
+const call = (method: string, path: string, token: string, body?: unknown) => app.call(method, path, { token, body });
 
 async function tenantWithHook(events = ALL_EVENTS, user = 'alice') {
   const tenant = uniqueTenant('hook');
