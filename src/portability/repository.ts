@@ -1,6 +1,6 @@
-import { and, asc, desc, eq, gt, inArray, isNull, or, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { query, type Db } from '../db/client.js';
-import { memories, memoryEvents } from '../db/schema.js';
+import { memories } from '../db/schema.js';
 import { memoryColumns } from '../memories/repository.js';
 import type { MemoryFields } from '../memories/schemas.js';
 
@@ -34,23 +34,6 @@ export async function exportPage(tx: Db, page: ExportPage): Promise<Array<Memory
     )
     .orderBy(desc(memories.occurredAt), desc(memories.id))
     .limit(page.limit);
-}
-
-export async function historyOf(tx: Db, tenantId: string, memoryIds: string[]) {
-  if (memoryIds.length === 0) return [];
-  return tx
-    .select({
-      memoryId: memoryEvents.memoryId,
-      event: memoryEvents.event,
-      oldContent: memoryEvents.oldContent,
-      newContent: memoryEvents.newContent,
-      jobId: memoryEvents.jobId,
-      actor: memoryEvents.actor,
-      createdAt: memoryEvents.createdAt,
-    })
-    .from(memoryEvents)
-    .where(and(eq(memoryEvents.tenantId, tenantId), inArray(memoryEvents.memoryId, memoryIds)))
-    .orderBy(asc(memoryEvents.createdAt), asc(memoryEvents.id));
 }
 
 /**

@@ -73,7 +73,7 @@ export async function* exportMemories(ctx: RequestContext, query: ExportQuery): 
       tenantId,
       async (tx) => {
         const rows = await repo.exportPage(tx, { tenantId, userId, after, limit: EXPORT_PAGE, includeSuperseded: query.include_superseded, now });
-        const history = query.include_history ? await repo.historyOf(tx, tenantId, rows.map((r) => r.id)) : [];
+        const history = query.include_history ? await memoryRepo.listEvents(tx, tenantId, rows.map((r) => r.id)) : [];
         return { rows, history };
       },
       { readOnly: true },
