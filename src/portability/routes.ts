@@ -131,9 +131,11 @@ export function registerPortabilityRoutes(app: Router, services: Services): void
       c,
       async (out) => {
         if (first.done) return;
-        await out.write(`${JSON.stringify(first.value)}\n`);
-        // write() resolves once the client has taken the bytes: a slow reader slows the reading.
-        for await (const memory of rows) await out.write(`${JSON.stringify(memory)}\n`);
+        const lines = (page: unknown[]) => page.map((memory) => `${JSON.stringify(memory)}\n`).join('');
+        // One write a page; write() resolves once the client has taken the bytes, so a slow
+        // reader slows the reading of the next page.
+        await out.write(lines(first.value));
+        for await (const page of rows) await out.write(lines(page));
       },
       async (error) => {
         services.logger.warn({ err: error.name }, 'export stream failed');

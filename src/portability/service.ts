@@ -57,11 +57,11 @@ const MAX_REPORTED_ERRORS = 1000;
 export type ExportedMemory = MemoryDto & { events?: Array<{ event: string; old_content: string | null; new_content: string | null; job_id: string | null; actor: string; created_at: string }> };
 
 /**
- * The user's memories, most recent occurred_at first, a page at a time, each page in its own short read-only
+ * The user's memories, most recent occurred_at first, a page (array) at a time, each page in its own short read-only
  * transaction: the consumer's pace (backpressure) decides when the next page is read, and no
  * connection is held while it reads.
  */
-export async function* exportMemories(ctx: RequestContext, query: ExportQuery): AsyncGenerator<ExportedMemory> {
+export async function* exportMemories(ctx: RequestContext, query: ExportQuery): AsyncGenerator<ExportedMemory[]> {
   requireScope(ctx.principal, SCOPES.read);
   const { tenantId } = ctx.principal;
   const userId = resolveUserId(ctx.principal, query.user_id);
@@ -84,7 +84,7 @@ export async function* exportMemories(ctx: RequestContext, query: ExportQuery): 
       list.push({ event: e.event, old_content: e.oldContent, new_content: e.newContent, job_id: e.jobId, actor: e.actor, created_at: e.createdAt.toISOString() });
       eventsOf.set(e.memoryId, list);
     }
-    for (const { cursorAt: _at, ...row } of rows) yield query.include_history ? { ...toMemoryDto(row), events: eventsOf.get(row.id) ?? [] } : toMemoryDto(row);
+    yield rows.map(({ cursorAt: _at, ...row }) => (query.include_history ? { ...toMemoryDto(row), events: eventsOf.get(row.id) ?? [] } : toMemoryDto(row)));
     const last = rows[rows.length - 1];
     if (!last || rows.length < EXPORT_PAGE) return;
     after = { at: last.cursorAt, id: last.id };
