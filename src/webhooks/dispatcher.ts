@@ -38,7 +38,12 @@ export interface PostResult {
  * POSTs a delivery without following redirects, within `timeoutMs`, connecting only to an
  * address the URL rules allow (checked on the address actually connected to).
  */
-export function postWebhook(rawUrl: string, body: string, headers: Record<string, string>, options: { timeoutMs: number; allowPrivate: boolean }): Promise<PostResult> {
+export function postWebhook(
+  rawUrl: string,
+  body: string,
+  headers: Record<string, string>,
+  options: { timeoutMs: number; allowPrivate: boolean; signal?: AbortSignal },
+): Promise<PostResult> {
   let url: URL;
   try {
     url = parseWebhookUrl(rawUrl, options.allowPrivate);
@@ -50,6 +55,7 @@ export function postWebhook(rawUrl: string, body: string, headers: Record<string
     const reason = refusal(host, options.allowPrivate);
     if (reason) return Promise.resolve({ statusCode: null, error: reason });
   }
+  if (options.signal?.aborted) return Promise.resolve({ statusCode: null, error: 'the worker stopped mid-delivery' });
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
     let settled = false;
@@ -78,6 +84,10 @@ export function postWebhook(rawUrl: string, body: string, headers: Record<string
       request.destroy();
       done({ statusCode: null, error: `no answer within ${options.timeoutMs} ms` });
     }, options.timeoutMs);
+    options.signal?.addEventListener('abort', () => {
+      request.destroy();
+      done({ statusCode: null, error: 'the worker stopped mid-delivery' });
+    });
     request.on('error', (error: NodeJS.ErrnoException) => {
       done({ statusCode: null, error: error instanceof WebhookUrlError || error.code === 'EWEBHOOKADDRESS' ? error.message : (error.code ?? 'connection failed') });
     });
@@ -95,6 +105,8 @@ export function postWebhook(rawUrl: string, body: string, headers: Record<string
  */
 export class WebhookDispatcher {
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Aborts the requests in flight on stop: a graceful shutdown must not wait out a slow receiver. */
+  private readonly stopping = new AbortController();
   private claiming: Promise<void> | undefined;
   private wokenWhileClaiming = false;
   private started = false;
@@ -189,7 +201,11 @@ export class WebhookDispatcher {
       'webhook-timestamp': String(signedAt.getTime() / 1000),
       'webhook-signature': new Webhook(secret).sign(work.id, signedAt, body),
     };
-    const posted = await postWebhook(work.url, body, headers, { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate });
+    const posted = await postWebhook(work.url, body, headers, {
+      timeoutMs: config.webhooks.timeoutMs,
+      allowPrivate: config.webhooks.allowPrivate,
+      signal: this.stopping.signal,
+    });
     const ok = posted.statusCode !== null && posted.statusCode >= 200 && posted.statusCode < 300;
     if (ok) {
       await withTenant(database, ref.tenantId, (tx) => repo.recordAttempt(tx, ref.tenantId, ref.id, ref.attempts, { ...posted, outcome: { status: 'succeeded' } }));
@@ -218,6 +234,8 @@ export class WebhookDispatcher {
     if (this.timer) clearInterval(this.timer);
     this.unsubscribe?.();
     await this.claiming;
+    // An aborted attempt is recorded as failed and retried later, by this or another worker.
+    this.stopping.abort();
     await Promise.all(this.inFlight.values());
   }
 }

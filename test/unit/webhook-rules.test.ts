@@ -88,3 +88,24 @@ describe('webhook secrets', () => {
     expect(() => decryptSecret(Buffer.alloc(32, 8), 't\u001fe1', stored)).toThrow();
   });
 });
+
+describe('postWebhook', () => {
+  it('gives up at once when the worker stops, and refuses forbidden literals without connecting', async () => {
+    const { createServer } = await import('node:http');
+    const { postWebhook } = await import('../../src/webhooks/dispatcher.js');
+    const server = createServer(() => {}); // never answers
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const stopping = new AbortController();
+      const pending = postWebhook(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 30_000, allowPrivate: true, signal: stopping.signal });
+      setTimeout(() => stopping.abort(), 50);
+      expect(await pending).toEqual({ statusCode: null, error: 'the worker stopped mid-delivery' });
+      expect(await postWebhook(`http://127.0.0.1:${port}/`, '{}', {}, { timeoutMs: 30_000, allowPrivate: false })).toMatchObject({ statusCode: null });
+      expect((await postWebhook('http://169.254.169.254/latest/meta-data', '{}', {}, { timeoutMs: 1000, allowPrivate: true })).error).toMatch(/link-local/);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
