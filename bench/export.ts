@@ -40,11 +40,19 @@ try {
   await bench.owner.unsafe('vacuum (analyze) memories');
   process.stdout.write(`seeded ${count} memories in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 
-  global.gc?.();
+  (globalThis as { gc?: () => void }).gc?.();
   // The client is curl, in a process of its own: the RSS measured is the server's alone.
   const before = process.memoryUsage().rss;
   let peak = before;
-  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  const heapBefore = process.memoryUsage().heapUsed;
+  let heapPeak = heapBefore;
+  let buffersPeak = 0;
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    peak = Math.max(peak, m.rss);
+    heapPeak = Math.max(heapPeak, m.heapUsed);
+    buffersPeak = Math.max(buffersPeak, m.arrayBuffers);
+  }, 20);
   const t0 = performance.now();
   const curl = spawn('sh', ['-c', 'curl -sS -H "Authorization: Bearer $TOKEN" "$URL" | wc -lc'], {
     env: { ...process.env, TOKEN: token, URL: `${bench.base}/memories/export?include_superseded=true` },
@@ -58,8 +66,15 @@ try {
   const [lines, bytes] = curlOut.trim().split(/\s+/).map(Number) as [number, number];
   process.stdout.write(
     `export: ${lines} rows, ${(bytes / MB).toFixed(1)} MB in ${seconds.toFixed(2)} s = ${Math.round(lines / seconds)} rows/s; ` +
-      `server RSS ${(before / MB).toFixed(0)} MB before, peak +${((peak - before) / MB).toFixed(1)} MB\n`,
+      `server RSS ${(before / MB).toFixed(0)} MB before, peak +${((peak - before) / MB).toFixed(1)} MB ` +
+      `(JS heap peak +${((heapPeak - heapBefore) / MB).toFixed(1)} MB, array buffers peak ${(buffersPeak / MB).toFixed(1)} MB)\n`,
   );
+
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) {
+    gc();
+    process.stdout.write(`after a full GC: JS heap ${((process.memoryUsage().heapUsed - heapBefore) / MB).toFixed(1)} MB above where it stood before the export\n`);
+  }
 
   if (!values['no-import']) {
     // A second export, kept whole this time (not measured), is the file to import.

@@ -1,8 +1,5 @@
-import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { query, type Db } from '../db/client.js';
-import { memories } from '../db/schema.js';
-import { memoryColumns } from '../memories/repository.js';
-import type { MemoryFields } from '../memories/schemas.js';
 
 export interface ExportPage {
   tenantId: string;
@@ -15,25 +12,30 @@ export interface ExportPage {
 }
 
 /**
- * One page of a user's memories, newest occurred_at first, keyset on (occurred_at, id) along
+ * One page of a user's export lines, newest occurred_at first, keyset on (occurred_at, id) along
  * memories_user_occurred_idx: each page is an index range, never a sort of the user's rows. The
- * key is compared as stored (microseconds), not as a Date (milliseconds), so no row repeats.
+ * key is compared as stored (microseconds, as text), so no row repeats. PostgreSQL writes each
+ * line's JSON itself (the Memory of engram_memory_json, with its history when asked): the service
+ * only passes text on, so an export of any size makes little garbage.
  */
-export async function exportPage(tx: Db, page: ExportPage): Promise<Array<MemoryFields & { cursorAt: string }>> {
+export async function exportPage(tx: Db, page: ExportPage & { withHistory: boolean }): Promise<Array<{ cursor_at: string; id: string; line: string }>> {
   const { after } = page;
-  return tx
-    .select({ ...memoryColumns, cursorAt: sql<string>`${memories.occurredAt}::text` })
-    .from(memories)
-    .where(
-      and(
-        eq(memories.tenantId, page.tenantId),
-        eq(memories.userId, page.userId),
-        page.includeSuperseded ? undefined : and(isNull(memories.validTo), or(isNull(memories.expiresAt), gt(memories.expiresAt, page.now))),
-        after ? sql`(${memories.occurredAt}, ${memories.id}) < (${after.at}::timestamptz, ${after.id}::uuid)` : undefined,
-      ),
-    )
-    .orderBy(desc(memories.occurredAt), desc(memories.id))
-    .limit(page.limit);
+  const history = page.withHistory
+    ? sql`|| jsonb_build_object('events', (
+          select coalesce(jsonb_agg(jsonb_build_object('event', e.event, 'old_content', e.old_content, 'new_content', e.new_content,
+                   'job_id', e.job_id, 'actor', e.actor, 'created_at', engram_iso(e.created_at)) order by e.created_at, e.id), '[]'::jsonb)
+          from memory_events e where e.tenant_id = m.tenant_id and e.memory_id = m.id))`
+    : sql``;
+  return query(
+    tx,
+    sql`select m.occurred_at::text as cursor_at, m.id, (engram_memory_json(m) ${history})::text as line
+        from memories m
+        where m.tenant_id = ${page.tenantId} and m.user_id = ${page.userId}
+          ${page.includeSuperseded ? sql`` : sql`and m.valid_to is null and (m.expires_at is null or m.expires_at > ${page.now.toISOString()}::timestamptz)`}
+          ${after ? sql`and (m.occurred_at, m.id) < (${after.at}::timestamptz, ${after.id}::uuid)` : sql``}
+        order by m.occurred_at desc, m.id desc
+        limit ${page.limit}`,
+  );
 }
 
 /**

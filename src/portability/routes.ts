@@ -131,11 +131,10 @@ export function registerPortabilityRoutes(app: Router, services: Services): void
       c,
       async (out) => {
         if (first.done) return;
-        const lines = (page: unknown[]) => page.map((memory) => `${JSON.stringify(memory)}\n`).join('');
         // One write a page; write() resolves once the client has taken the bytes, so a slow
         // reader slows the reading of the next page.
-        await out.write(lines(first.value));
-        for await (const page of rows) await out.write(lines(page));
+        await out.write(first.value);
+        for await (const page of rows) await out.write(page);
       },
       async (error) => {
         services.logger.warn({ err: error.name }, 'export stream failed');

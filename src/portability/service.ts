@@ -5,7 +5,7 @@ import { withTenant } from '../db/tenant.js';
 import { contentHash } from '../extraction/normalise.js';
 import { findUnsafeStrings } from '../http/input.js';
 import * as memoryRepo from '../memories/repository.js';
-import { category, idText, importance, isoDateTime, memoryContent, metadataObject, toMemoryDto, type MemoryDto, type MemoryFields } from '../memories/schemas.js';
+import { category, idText, importance, isoDateTime, memoryContent, metadataObject, type MemoryFields } from '../memories/schemas.js';
 import type { RequestContext } from '../shared/context.js';
 import * as repo from './repository.js';
 
@@ -54,40 +54,28 @@ export const IMPORT_BATCH = 200;
 /** Errors reported in one answer; the count of bad lines goes on past it. */
 const MAX_REPORTED_ERRORS = 1000;
 
-export type ExportedMemory = MemoryDto & { events?: Array<{ event: string; old_content: string | null; new_content: string | null; job_id: string | null; actor: string; created_at: string }> };
-
 /**
- * The user's memories, most recent occurred_at first, a page (array) at a time, each page in its own short read-only
+ * The user's memories as NDJSON text, most recent occurred_at first, a page at a time, each page in its own short read-only
  * transaction: the consumer's pace (backpressure) decides when the next page is read, and no
  * connection is held while it reads.
  */
-export async function* exportMemories(ctx: RequestContext, query: ExportQuery): AsyncGenerator<ExportedMemory[]> {
+export async function* exportMemories(ctx: RequestContext, query: ExportQuery): AsyncGenerator<string> {
   requireScope(ctx.principal, SCOPES.read);
   const { tenantId } = ctx.principal;
   const userId = resolveUserId(ctx.principal, query.user_id);
   const now = ctx.services.clock();
   let after: { at: string; id: string } | undefined;
   for (;;) {
-    const { rows, history } = await withTenant(
+    const rows = await withTenant(
       ctx.services.database,
       tenantId,
-      async (tx) => {
-        const rows = await repo.exportPage(tx, { tenantId, userId, after, limit: EXPORT_PAGE, includeSuperseded: query.include_superseded, now });
-        const history = query.include_history ? await memoryRepo.listEvents(tx, tenantId, rows.map((r) => r.id)) : [];
-        return { rows, history };
-      },
+      (tx) => repo.exportPage(tx, { tenantId, userId, after, limit: EXPORT_PAGE, includeSuperseded: query.include_superseded, withHistory: query.include_history, now }),
       { readOnly: true },
     );
-    const eventsOf = new Map<string, NonNullable<ExportedMemory['events']>>();
-    for (const e of history) {
-      const list = eventsOf.get(e.memoryId) ?? [];
-      list.push({ event: e.event, old_content: e.oldContent, new_content: e.newContent, job_id: e.jobId, actor: e.actor, created_at: e.createdAt.toISOString() });
-      eventsOf.set(e.memoryId, list);
-    }
-    yield rows.map(({ cursorAt: _at, ...row }) => (query.include_history ? { ...toMemoryDto(row), events: eventsOf.get(row.id) ?? [] } : toMemoryDto(row)));
+    if (rows.length > 0) yield rows.map((r) => `${r.line}\n`).join('');
     const last = rows[rows.length - 1];
     if (!last || rows.length < EXPORT_PAGE) return;
-    after = { at: last.cursorAt, id: last.id };
+    after = { at: last.cursor_at, id: last.id };
   }
 }
 
@@ -124,7 +112,6 @@ export function parseImportLine(text: string): { ok: true; value: ImportLine } |
  */
 export async function importMemories(ctx: RequestContext, userIdParam: string | undefined, lines: AsyncIterable<string>): Promise<ImportResult> {
   requireScope(ctx.principal, SCOPES.write);
-  const { tenantId } = ctx.principal;
   const userId = resolveUserId(ctx.principal, userIdParam);
   const result: ImportResult = { imported: 0, skipped: 0, errors: [] };
   let batch: Array<{ line: number; value: ImportLine }> = [];
