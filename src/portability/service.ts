@@ -49,7 +49,8 @@ export const importLine = z.object({
 type ImportLine = z.output<typeof importLine>;
 
 /** Rows per export query, and lines per embedding call and insert on import. */
-export const EXPORT_PAGE = 1000;
+export const EXPORT_PAGE = 200;
+const EXPORT_PIECE = 100;
 export const IMPORT_BATCH = 200;
 /** Errors reported in one answer; the count of bad lines goes on past it. */
 const MAX_REPORTED_ERRORS = 1000;
@@ -72,7 +73,9 @@ export async function* exportMemories(ctx: RequestContext, query: ExportQuery): 
       (tx) => repo.exportPage(tx, { tenantId, userId, after, limit: EXPORT_PAGE, includeSuperseded: query.include_superseded, withHistory: query.include_history, now }),
       { readOnly: true },
     );
-    if (rows.length > 0) yield rows.map((r) => `${r.line}\n`).join('');
+    // Pieces of ~40 KB: a string past V8's regular object size (128 KB) would live in its
+    // large-object space until a full collection, and pages of them would pile up meanwhile.
+    for (let i = 0; i < rows.length; i += EXPORT_PIECE) yield rows.slice(i, i + EXPORT_PIECE).map((r) => `${r.line}\n`).join('');
     const last = rows[rows.length - 1];
     if (!last || rows.length < EXPORT_PAGE) return;
     after = { at: last.cursor_at, id: last.id };
