@@ -15,9 +15,12 @@ const POSTGRES_ONLY = [
   'test/integration/portability-roundtrip.test.ts',
 ];
 
+/** @engram/client's tests: the built package against the real service, on both backends. */
+const CLIENT_TESTS = 'clients/typescript/test/**/*.test.ts';
+
 export default defineConfig({
   test: {
-    globalSetup: ['test/support/global-setup.ts'],
+    globalSetup: ['test/support/global-setup.ts', 'test/support/client-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 90_000,
     // Files share one PostgreSQL and one Redis and isolate themselves by tenant (or by a database
@@ -34,7 +37,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'postgres',
-          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/*.test.ts', CLIENT_TESTS],
           env: { TEST_BACKEND: 'postgres' },
         },
       },
@@ -42,7 +45,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'pglite',
-          include: ['test/integration/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', CLIENT_TESTS],
           exclude: POSTGRES_ONLY,
           env: { TEST_BACKEND: 'pglite' },
         },

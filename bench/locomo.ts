@@ -11,7 +11,7 @@
  * memory is the answer: the mean number of memories that come back, and how often none does.
  * That is what the relevance floor (`min_relevance`) is for; without one it is always 10.
  *
- *   npm run bench:locomo -- [--data ../shared/data/locomo-dev] [--k 5,10,20,50]
+ *   npm run bench:locomo -- --data <locomo-dev dir> [--k 5,10,20,50]
  *     [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
  *     [--min-relevance <0-1>] [--backend postgres|pglite] [--out figures.json]
  *
@@ -38,17 +38,15 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import postgres from 'postgres';
 import { signDevToken } from '../src/auth/sign.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, minRelevanceFor } from '../src/config.js';
 import { contentHash } from '../src/extraction/normalise.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
 import { TEMPLATE_DB, adminUrl, databaseUrl } from '../test/support/env.js';
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BATCH = 1000;
 const JWT_SECRET = `bench-locomo-${randomUUID()}-${randomUUID()}`;
 const TENANT = 'bench-locomo';
@@ -57,7 +55,7 @@ const CATEGORY_ORDER = ['single-hop', 'multi-hop', 'temporal', 'open-domain'];
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const USAGE = `usage: npm run bench:locomo -- [--data <dir>] [--k 5,10,20,50]
+const USAGE = `usage: npm run bench:locomo -- --data <dir> [--k 5,10,20,50]
   [--weights relevance|default|<recency>,<importance>,<relevance>] [--half-life <hours>]
   [--min-relevance <0-1>] [--backend postgres|pglite] [--out figures.json]`;
 
@@ -70,7 +68,7 @@ function readOptions() {
   try {
     return parseArgs({
       options: {
-        data: { type: 'string', default: path.resolve(REPO_ROOT, '../shared/data/locomo-dev') },
+        data: { type: 'string' },
         k: { type: 'string', default: '5,10,20,50' },
         weights: { type: 'string', default: 'relevance' },
         'half-life': { type: 'string' },
@@ -91,7 +89,8 @@ if (values.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
 }
-const dataDir = path.resolve(values.data!);
+if (!values.data) fail('--data <dir> is required: a directory of the LoCoMo dev split');
+const dataDir = path.resolve(values.data);
 const cutoffs = [...new Set(values.k!.split(',').map((s) => Number(s.trim())))].sort((a, b) => a - b);
 if (cutoffs.length === 0 || cutoffs.some((k) => !Number.isInteger(k) || k < 1 || k > 100)) fail('--k must be integers 1-100, e.g. 5,10,20,50');
 const maxK = cutoffs[cutoffs.length - 1]!;
@@ -171,6 +170,8 @@ const baseEnv: Record<string, string | undefined> = {
   ...Object.fromEntries(PASSED_THROUGH.map((key) => [key, process.env[key]])),
   AUTH_JWT_SECRET: JWT_SECRET,
   LOG_LEVEL: 'silent',
+  // A batch of 1,000 turns through the local model takes ~20 s on an idle core: no request deadline.
+  REQUEST_TIMEOUT_MS: '600000',
 };
 
 /**
@@ -462,7 +463,7 @@ async function main(): Promise<void> {
       embedder: server.runtime.services.embedder.name,
       weights: weights ?? 'default',
       half_life_hours: halfLifeHours ?? config.recall.halfLifeHours,
-      min_relevance: minRelevance ?? config.recall.minRelevance,
+      min_relevance: minRelevance ?? minRelevanceFor(config, server.runtime.services.embedder.kind),
       users: users.length,
       turns: turns.length,
       memories: memoryIds.size,

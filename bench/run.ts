@@ -6,6 +6,8 @@
  *   npm run bench -- startup                        `npm start` to a ready API, embedded mode
  *   npm run bench -- fusion                         recall's text/vector split per embedder (EMBEDDINGS)
  *   npm run bench -- hostile                        one tenant's costly recalls against another's latency
+ *   npm run bench -- scale                          recall's vector arm at 1,000-100,000 memories per user
+ *   npm run bench -- biguser                        recall end to end for one user with 1,000-100,000 memories
  *   npm run bench -- export                         export rows/s and RSS growth at 100,000 memories, then import rows/s
  *   npm run bench -- webhooks                       webhook delivery latency (commit to receiver) and events/s
  */
@@ -14,7 +16,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile', 'export', 'webhooks'];
+const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile', 'scale', 'biguser', 'export', 'webhooks'];
 const [name, ...args] = process.argv.slice(2);
 if (!name || !BENCHMARKS.includes(name)) {
   process.stderr.write(`usage: npm run bench -- <${BENCHMARKS.join('|')}> [options]\n`);

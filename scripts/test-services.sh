@@ -75,6 +75,14 @@ if ! redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1; then
   for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 
+# --- Chromium ---------------------------------------------------------------------------------
+# test/integration/docs-browser.test.ts drives /docs in Debian's headless Chromium (never a
+# browser downloaded by a package).
+if [ ! -x /usr/bin/chromium ]; then
+  log "installing Chromium from Debian (one-time)"
+  apt_install chromium
+fi
+
 # --- test database ----------------------------------------------------------------------------
 if ! psql_su -d postgres -tAc "select 1 from pg_database where datname = '${TEST_DB}'" | grep -q 1; then
   log "creating database ${TEST_DB}"

@@ -47,15 +47,16 @@ const envSchema = z.object({
   AUTH_ISSUER: z.string().min(1).default('memory-layer'),
   AUTH_AUDIENCE: z.string().min(1).default('memory-api'),
   AUTH_TENANT_CLAIM: z.string().min(1).default('tenant_id'),
+  /** A claim holding scopes besides `scope`/`scp`: a space-separated string or an array (Auth0 `permissions`, Entra `roles`, Keycloak `realm_access.roles`). */
+  AUTH_SCOPES_CLAIM: z.string().trim().min(1).default('scope'),
   AUTH_CLOCK_TOLERANCE_S: int(0, 60).default(30),
   /** The longest a token may live (`exp` − `iat`, or `exp` − now without `iat`): a leaked token's worth. */
   AUTH_MAX_TOKEN_AGE_S: int(60, 31_536_000).default(86_400),
   /** Only `production` changes anything: start-up warns about a superuser login role. */
   NODE_ENV: z.string().trim().min(1).default('development'),
   RECALL_HALF_LIFE_HOURS: z.coerce.number().positive().max(1_000_000).default(720),
-  // Measured on LoCoMo with the offline embedder (README, "Recall"): the floor that leaves another
-  // user's questions about 3 memories at limit 10 while costing recall@10 at most 0.01.
-  RECALL_MIN_RELEVANCE: z.coerce.number().min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').default(0.17),
+  // No schema default: unset, the floor is the embedder's own (DEFAULT_MIN_RELEVANCE).
+  RECALL_MIN_RELEVANCE: z.coerce.number().min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').optional(),
   MAX_BODY_BYTES: int(1024, 100 * 1024 * 1024).default(1_048_576),
   RATE_LIMIT_PER_MINUTE: int(0, 1_000_000).default(0),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -123,10 +124,13 @@ export interface Config {
     issuer: string;
     audience: string;
     tenantClaim: string;
+    /** Where scopes come from besides `scope` and `scp` (which always count). */
+    scopesClaim: string;
     clockToleranceSeconds: number;
     maxTokenAgeSeconds: number;
   };
-  recall: { halfLifeHours: number; minRelevance: number };
+  /** `minRelevance`: RECALL_MIN_RELEVANCE when set; undefined, the serving embedder's default (minRelevanceFor). */
+  recall: { halfLifeHours: number; minRelevance: number | undefined };
   /**
    * Which embedder fills the database. `kind` is what was asked for (EMBEDDINGS, else the default);
    * the `explicit` flags say what was given, since a database keeps the embedder it was filled with
@@ -197,11 +201,32 @@ export type EmbedderKind = 'openai' | 'local' | 'lexical';
 
 /**
  * The embedder of a zero-setup start (no key, no base URL). The local model would be the default
- * only for a gain of at least 0.02 recall@10 on LoCoMo with weights 0.1/0.1/0.8; it gave +0.010
- * (0.646 against 0.636, best split of each; `npm run bench -- fusion`), at 20x the ingest cost.
+ * only for a gain of at least 0.02 recall@10 on LoCoMo with weights 0.1/0.1/0.8. Each with the floor
+ * that keeps another user's questions to ~3 memories, it gave +0.013 (0.639 against 0.626; without
+ * floors +0.012, 0.646 against 0.634; `npm run bench -- fusion`), at ~50x the ingest cost.
  */
 export const OFFLINE_DEFAULT_EMBEDDER: EmbedderKind = 'lexical';
 export const DEFAULT_EMBEDDING_DIMENSIONS = 1536;
+
+/**
+ * RECALL_MIN_RELEVANCE's default for each embedder: the floor that leaves another user's questions
+ * about 3 memories at limit 10 while costing recall@10 at most 0.01 on LoCoMo (README, "Recall";
+ * `npm run bench -- fusion --floors …` replays them). A semantic embedder's cosine part is larger
+ * for unrelated text too (USE lite: ~0.3): at the lexical floor, 0.17, the local model returned
+ * 5.75 of 10 memories for another user's questions (8.90 at its earlier text share 0.5); 0.22
+ * returns 2.73 for a loss of 0.005. An OpenAI-compatible endpoint keeps the lexical one until
+ * measured with one.
+ */
+export const DEFAULT_MIN_RELEVANCE: Readonly<Record<EmbedderKind, number>> = Object.freeze({
+  lexical: 0.17,
+  local: 0.22,
+  openai: 0.17,
+});
+
+/** The relevance floor a recall without `min_relevance` gets, with the embedder that serves it. */
+export function minRelevanceFor(config: Pick<Config, 'recall'>, kind: EmbedderKind): number {
+  return config.recall.minRelevance ?? DEFAULT_MIN_RELEVANCE[kind];
+}
 
 export class ConfigError extends Error {
   constructor(
@@ -268,6 +293,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       issuer: e.AUTH_ISSUER,
       audience: e.AUTH_AUDIENCE,
       tenantClaim: e.AUTH_TENANT_CLAIM,
+      scopesClaim: e.AUTH_SCOPES_CLAIM,
       clockToleranceSeconds: e.AUTH_CLOCK_TOLERANCE_S,
       maxTokenAgeSeconds: e.AUTH_MAX_TOKEN_AGE_S,
     },

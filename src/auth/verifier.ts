@@ -65,7 +65,7 @@ export function createTokenVerifier(auth: Config['auth'] & { jwtSecret: string |
         throw toAuthenticationError(error);
       }
       assertLifetime(payload, auth.maxTokenAgeSeconds, auth.clockToleranceSeconds);
-      return principalFrom(payload, auth.tenantClaim);
+      return principalFrom(payload, auth.tenantClaim, auth.scopesClaim);
     },
   };
 }
@@ -104,22 +104,44 @@ function isSafeIdentifier(value: string): boolean {
   return value.length > 0 && value.length <= 256 && value.trim() === value && !value.includes('\u0000') && value.isWellFormed();
 }
 
-function principalFrom(payload: JWTPayload, tenantClaim: string): Principal {
+/**
+ * A claim by name, or by a dotted path into nested objects when no claim has the whole name
+ * (Keycloak's `realm_access.roles`; a namespaced claim such as `https://example.com/roles` is
+ * found by its whole name first).
+ */
+export function claimAt(payload: JWTPayload, name: string): unknown {
+  if (Object.hasOwn(payload, name)) return payload[name];
+  let node: unknown = payload;
+  for (const part of name.split('.')) {
+    if (!node || typeof node !== 'object' || Array.isArray(node) || !Object.hasOwn(node, part)) return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}
+
+/** Scopes as a space-separated string (OAuth's `scope`, Entra's `scp`) or an array of strings. */
+function scopesIn(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((s): s is string => typeof s === 'string').flatMap((s) => s.split(/\s+/)).filter(Boolean);
+  return typeof value === 'string' ? value.split(/\s+/).filter(Boolean) : [];
+}
+
+/** The token's scopes: `scope` and `scp` always, and the configured claim (AUTH_SCOPES_CLAIM). */
+export function scopesOf(payload: JWTPayload, scopesClaim: string): Set<string> {
+  const claims = new Set(['scope', 'scp', scopesClaim]);
+  return new Set([...claims].flatMap((name) => scopesIn(claimAt(payload, name))));
+}
+
+function principalFrom(payload: JWTPayload, tenantClaim: string, scopesClaim: string): Principal {
   const tenant = payload[tenantClaim];
   if (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)) {
     throw new AuthenticationError(`the token has no valid ${tenantClaim} claim`);
   }
-  const rawScope = payload.scope ?? payload.scp;
-  const scopes = Array.isArray(rawScope)
-    ? rawScope.filter((s): s is string => typeof s === 'string')
-    : typeof rawScope === 'string'
-      ? rawScope.split(/\s+/).filter(Boolean)
-      : [];
+  const scopes = scopesOf(payload, scopesClaim);
   let subject: string | undefined;
   if (payload.sub !== undefined) {
     // The subject becomes a user id in SQL: the same rules as a user_id in a body.
     if (typeof payload.sub !== 'string' || !isSafeIdentifier(payload.sub)) throw new AuthenticationError('the token has no valid sub claim');
     subject = payload.sub;
   }
-  return { tenantId: tenant, subject, scopes: new Set(scopes) };
+  return { tenantId: tenant, subject, scopes };
 }

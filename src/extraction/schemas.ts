@@ -19,7 +19,6 @@ export const extractBody = z
     metadata: metadataObject.optional().meta({ description: 'Attached to every memory the job creates.' }),
     infer: z.boolean().default(true).meta({ description: "`false` stores each `user` message as one memory, and no other role's. Default true." }),
   })
-  .meta({ id: 'ExtractRequest' })
   .superRefine((body, ctx) => {
   // infer: false stores user messages as written: one that could not be stored whole is refused
   // now, rather than cut short later.

@@ -68,6 +68,9 @@ const loaded = new Map<string, Uint8Array | string>();
 
 export function registerDocsRoutes(app: Router, page: typeof apiDocsRoute): void {
   app.openapi(page, (c) => c.body(PAGE, 200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP }));
+  // The page's URLs are relative to /docs; at /docs/ they would miss. A relative Location keeps a proxy's prefix.
+  // Middleware rather than a route: an alias, not an operation of the document.
+  app.use('/docs/', async (c, next) => (c.req.path === '/docs/' && (c.req.method === 'GET' || c.req.method === 'HEAD') ? c.redirect('../docs', 301) : next()));
   app.openapi(apiDocsAsset, (c) => {
     const name = c.req.valid('param').file;
     const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;

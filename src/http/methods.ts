@@ -10,6 +10,11 @@ interface Resource {
 
 let resources: Resource[] | undefined;
 
+/** The paths an OpenAPI template (`/memories/{id}`) names: each `{param}` one path segment. */
+export function templatePattern(template: string): RegExp {
+  return new RegExp(`^${template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`);
+}
+
 /** Each declared path once, with the methods it has (HEAD wherever GET is). */
 function declaredResources(): Resource[] {
   if (resources) return resources;
@@ -18,8 +23,7 @@ function declaredResources(): Resource[] {
     const template = route.path;
     let resource = byPath.get(template);
     if (!resource) {
-      const source = template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+');
-      resource = { pattern: new RegExp(`^${source}$`), static: !template.includes('{'), methods: new Set() };
+      resource = { pattern: templatePattern(template), static: !template.includes('{'), methods: new Set() };
       byPath.set(template, resource);
     }
     const method = route.method.toUpperCase();

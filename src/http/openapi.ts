@@ -164,14 +164,6 @@ const PROBLEMS: Record<string, ProblemResponse> = {
     detail: 'memory not found',
     description: "Not found — or another tenant's, or another user's without `memories:act_as`, which look exactly the same.",
   },
-  MethodNotAllowed: {
-    status: 405,
-    code: 'method_not_allowed',
-    title: 'Method not allowed',
-    detail: 'GET is not allowed on /memories/recall',
-    description: 'The path exists, but not with this method; `Allow` lists the methods it has.',
-    headers: { Allow: { $ref: '#/components/headers/Allow' } },
-  },
   Conflict: {
     status: 409,
     code: 'conflict',
@@ -224,7 +216,8 @@ export function openApiDocument(): Record<string, unknown> {
 function generate(): Record<string, unknown> {
   const app = createRouter();
   const registry = app.openAPIRegistry;
-  for (const route of ROUTES) registry.registerPath(route);
+  // What app.openapi() registers: the route without its middleware, which is no part of the document.
+  for (const { middleware: _middleware, ...route } of ROUTES) registry.registerPath(route);
   registry.register('Problem', problemSchema);
   registry.registerComponent('securitySchemes', 'oauth2', {
     type: 'oauth2',
@@ -249,7 +242,6 @@ function generate(): Record<string, unknown> {
     required: true,
     schema: { type: 'string', pattern: '^Bearer' },
   });
-  registry.registerComponent('headers', 'Allow', { description: 'The methods the path has, e.g. `POST`.', required: true, schema: { type: 'string' } });
   registry.registerComponent('headers', 'RetryAfter', integerHeader('Seconds to wait before retrying.', true));
   registry.registerComponent('headers', 'RetryAfterOptional', integerHeader('Seconds to wait before retrying, when the service can tell.', false));
   for (const [name, p] of Object.entries(PROBLEMS)) {
@@ -302,5 +294,6 @@ function generate(): Record<string, unknown> {
 
 /** openapi.yaml's text: what `npm run openapi` writes and the drift test compares. */
 export function openApiYaml(): string {
-  return `# Generated from the routes' declarations by \`npm run openapi\`; do not edit by hand.\n${stringify(openApiDocument(), { lineWidth: 0 })}`;
+  // YAML 1.1 quoting, so readers still on 1.1 (PyYAML) read date-like examples as strings, as JSON has them.
+  return `# Generated from the routes' declarations by \`npm run openapi\`; do not edit by hand.\n${stringify(openApiDocument(), { lineWidth: 0, version: '1.1' })}`;
 }

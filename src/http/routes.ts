@@ -3,6 +3,9 @@ import { defineRoute, jsonResponse, X_REQUEST_ID } from './routing.js';
 
 /** The routes of operations: no token, no tenant. Handlers live in app.ts and docs.ts. */
 
+/** Objects with more than the fields named, said the way generators read (not `{}`). */
+const FREE_FORM = { additionalProperties: true } as const;
+
 const text = (mediaType: string, description: string, example: string) => ({
   description,
   headers: X_REQUEST_ID,
@@ -58,7 +61,13 @@ export const openApiJson = defineRoute({
   public: true,
   responses: {
     200: jsonResponse(
-      z.looseObject({ openapi: z.string(), info: z.looseObject({ title: z.string(), version: z.string() }), paths: z.record(z.string(), z.unknown()) }).meta({ id: 'OpenApiDocument' }),
+      z
+        .looseObject({
+          openapi: z.string(),
+          info: z.looseObject({ title: z.string(), version: z.string() }).meta(FREE_FORM),
+          paths: z.record(z.string(), z.unknown()).meta(FREE_FORM),
+        })
+        .meta({ id: 'OpenApiDocument', ...FREE_FORM }),
       'The OpenAPI document.',
       { openapi: '3.1.0', info: { title: 'Engram', version: '1.0.0' }, paths: {} },
     ),

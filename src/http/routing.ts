@@ -22,19 +22,24 @@
  *
  * defineRoute adds what every route shares, so no route repeats it: the scope check (before the
  * body is read, so a caller without the scope learns nothing but 403) and its `security`, the
- * strict JSON body reading (415, UTF-8, depth, NUL, `__proto__`) ahead of zod, `X-Request-Id` on
+ * strict reading of a JSON body (415, UTF-8, depth, NUL, `__proto__`) ahead of zod (a body of
+ * another media type, such as NDJSON, is left to the handler), `X-Request-Id` on
  * every answer, and the problem+json answers the route can give (400/413/415 with a body, 400 with
  * a query, 404 with a path parameter, 401/403/429/503 with a scope). Validation failures become
  * the same problem+json 400 as everywhere (never zod's own answer); a malformed path id is a 404.
  */
 import { OpenAPIHono, createRoute, type RouteConfig } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { z } from 'zod';
+import { config as configureZod, type z } from 'zod';
 import type { Scope } from '../auth/principal.js';
 import { DomainError, type FieldError } from '../shared/errors.js';
 import type { AppEnv } from './env.js';
 import { findUnsafeStrings, pointer, readStrictJson } from './input.js';
+import { houseMessage } from './messages.js';
 import { scope as requireScopeMiddleware } from './middleware.js';
+
+// Every field message of a 400 in the service's voice; a schema's own message still wins.
+configureZod({ customError: houseMessage });
 
 export type Router = OpenAPIHono<AppEnv>;
 
@@ -107,7 +112,6 @@ export const ERRORS = {
   401: ref('Unauthorized'),
   403: ref('Forbidden'),
   404: ref('NotFound'),
-  405: ref('MethodNotAllowed'),
   409: ref('Conflict'),
   413: ref('PayloadTooLarge'),
   415: ref('UnsupportedMediaType'),
@@ -143,13 +147,14 @@ export function defineRoute<const R extends Declared>(declared: R) {
   if (scope) Object.assign(errors, { 401: ERRORS[401], 403: ERRORS[403], 429: ERRORS[429], 503: ERRORS[503] });
   const middleware: MiddlewareHandler<AppEnv>[] = [];
   if (scope) middleware.push(requireScopeMiddleware(scope));
-  // A body of another type (NDJSON of an import) is read by its own handler, as a stream.
-  if (request.body && Object.keys(request.body.content).some((type) => /json$/.test(type) && !/ndjson$/.test(type))) middleware.push(strictJsonBody());
+  // A JSON body is read strictly here; another media type (e.g. NDJSON) is the handler's to read.
+  if (request.body && Object.keys(request.body.content).some((type) => /^application\/([\w.-]+\+)?json$/.test(type))) middleware.push(strictJsonBody());
   const extra = scope ? { 'x-required-scope': scope } : {};
   return createRoute({
     ...route,
     ...extra,
-    security: scope ? [{ oauth2: [scope] }, { bearerAuth: [scope] }] : [],
+    // Scopes hang on the OAuth2 scheme, where tools read them; a bearer JWT carrying them works too.
+    security: scope ? [{ oauth2: [scope] }, { bearerAuth: [] }] : [],
     middleware,
     responses: { ...errors, ...route.responses } as R['responses'] & Responses,
   } as Omit<R, 'scope' | 'public'> & { middleware: MiddlewareHandler<AppEnv>[] });

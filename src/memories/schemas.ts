@@ -3,7 +3,9 @@ import type { memories } from '../db/schema.js';
 
 /**
  * The request and response schemas of the memories routes; openapi.yaml is generated from them.
- * Building blocks stay inline in the document; objects get a component name with `.meta({ id })`.
+ * Building blocks stay inline in the document; objects get a component name with `.meta({ id })`,
+ * except request bodies: inline under `requestBody`, a field with a default (`.default()`) is
+ * optional in the types openapi-typescript generates, where in a component it would be required.
  */
 export const idText = z.string().trim().min(1).max(256);
 const ID_TEXT = 'A caller-chosen identifier; surrounding whitespace is trimmed, then 1–256 characters.';
@@ -60,8 +62,7 @@ export const addMemoriesBody = z
     agent_id: idText.nullable().optional().meta({ description: `The agent recording them. ${ID_TEXT}` }),
     run_id: idText.nullable().optional().meta({ description: `The run (session) they come from. ${ID_TEXT}` }),
     memories: z.array(newMemoryInput).min(1).max(1000),
-  })
-  .meta({ id: 'AddMemoriesRequest' });
+  });
 export type AddMemoriesBody = z.output<typeof addMemoriesBody>;
 
 export const patchMemoryBody = z
@@ -72,7 +73,7 @@ export const patchMemoryBody = z
     metadata: metadataObject.optional(),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'at least one of content, importance, category, metadata is required' })
-  .meta({ id: 'PatchMemoryRequest', description: 'At least one field.', minProperties: 1 });
+  .meta({ description: 'At least one field.', minProperties: 1 });
 export type PatchMemoryBody = z.output<typeof patchMemoryBody>;
 
 const booleanQuery = z.enum(['true', 'false']).default('false').transform((v) => v === 'true');
@@ -97,8 +98,7 @@ export const deleteMemoriesBody = z
       .max(1000)
       .optional()
       .meta({ description: 'The memories to delete; without it, everything held about the user is erased.' }),
-  })
-  .meta({ id: 'DeleteMemoriesRequest' });
+  });
 export type DeleteMemoriesBody = z.output<typeof deleteMemoriesBody>;
 
 const memoryFields = {

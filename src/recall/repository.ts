@@ -22,6 +22,8 @@ export interface SignalsQuery {
   maxTerms: number;
   /** At most this many memories in scope are scanned: the newest by `occurred_at`, then id. */
   scanLimit: number;
+  /** When the scope holds more than `scanLimit` memories, read none (findLargeScopeSignals answers). */
+  skipWhenCapped?: boolean;
   agentId?: string | undefined;
   runId?: string | undefined;
   categories?: string[] | undefined;
@@ -68,24 +70,8 @@ export interface RawSignals {
   memories: string | null;
 }
 
-/**
- * What recall ranks with, in one statement over the user's memories in scope (the request's
- * filters, validity and `as_of`): the query's lexemes (PostgreSQL's `english` configuration, the
- * same as the memories' search_text), then for each memory in scope its cosine distance to the
- * query and its tsvector cut down to the query's lexemes (setweight + ts_filter: cheap, and no
- * unnesting). It returns the memories that share a lexeme with the query (the full-text arm, an
- * OR of the lexemes: websearch_to_tsquery's AND finds almost nothing for a question) and the
- * vector arm's exact top N (no ANN index: see DESIGN.md, "Recall"), with N and avgdl of the scope.
- * BM25 itself is computed from these in bm25.ts.
- *
- * The work is bounded whatever the request: the query keeps its first `maxTerms` distinct lexemes
- * (and the irregular forms of those only), and only the newest `scanLimit` memories in scope are
- * scanned. They are picked by a narrow sort of row addresses (the scope's filters, no distances),
- * then read again by address: the costly per-row work (cosine, tsvector cut, the lines) is done
- * for at most `scanLimit` rows. `capped` says whether older ones were left out.
- */
-export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
-  const vector = `[${q.embedding.join(',')}]`;
+/** The scope's conditions: the user, the request's filters, validity and `as_of` (or now). */
+function scopeConditions(q: SignalsQuery): SQL {
   // No vector_dims() here: the planner guesses 0.5 % of rows for it and then sorts the whole scope
   // instead of walking the (tenant, user, occurred_at) index and stopping; the scope checks it.
   const conditions: SQL[] = [sql`m.tenant_id = ${q.tenantId}`, sql`m.user_id = ${q.userId}`];
@@ -101,13 +87,19 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
   if (q.runId !== undefined) conditions.push(sql`m.run_id = ${q.runId}`);
   if (q.categories?.length) conditions.push(sql`m.category in (${sql.join(q.categories.map((c) => sql`${c}`), sql`, `)})`);
   if (q.metadata && Object.keys(q.metadata).length > 0) conditions.push(sql`m.metadata @> ${JSON.stringify(q.metadata)}::jsonb`);
-  const where = sql.join(conditions, sql` and `);
+  return sql.join(conditions, sql` and `);
+}
+
+/**
+ * The query's lexemes (`english`, as the memories' search_text): its first `maxTerms` distinct
+ * ones by position, and the irregular forms of those (word-forms.ts) with their group. CTEs
+ * `words`, `kept`, `forms`, `lexemes` and `query` (one row: the distinct lexemes as an array).
+ */
+function queryLexemeCtes(q: SignalsQuery): SQL {
   // The forms travel as JSON text: both drivers pass a string parameter the same way.
   const forms = JSON.stringify(q.wordForms.map((f) => ({ form: f.form, grp: f.group })));
-  const [raw] = await query<RawSignals>(
-    tx,
-    sql`
-      with words as materialized (
+  return sql`
+      words as materialized (
         select u.lexeme, u.positions[1] as pos, u.n
         from unnest(to_tsvector('english', ${q.text})) with ordinality as u(lexeme, positions, weights, n)
       ),
@@ -123,9 +115,47 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
         select lexeme, grp from forms
         where (select count(*) from words) <= ${q.maxTerms} or grp in (select grp from forms where lexeme in (select lexeme from kept))
       ),
-      query as materialized (select array_agg(distinct lexeme) as lexemes from lexemes),
+      query as materialized (select array_agg(distinct lexeme) as lexemes from lexemes)`;
+}
+
+/** The statement's output columns, from a CTE `scope` (a row per memory read) and the scope's size. */
+function signalsSelect(q: SignalsQuery, documents: SQL, capped: SQL): SQL {
+  return sql`
+      select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
+             ${documents} as documents,
+             ${capped} as capped,
+             (select avg(dl)::float8 from scope) as average_length,
+             (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n')
+              from scope s
+              where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})) as memories`;
+}
+
+/**
+ * What recall ranks with, in one statement over the user's memories in scope (the request's
+ * filters, validity and `as_of`): the query's lexemes (PostgreSQL's `english` configuration, the
+ * same as the memories' search_text), then for each memory in scope its cosine distance to the
+ * query and its tsvector cut down to the query's lexemes (setweight + ts_filter: cheap, and no
+ * unnesting). It returns the memories that share a lexeme with the query (the full-text arm, an
+ * OR of the lexemes: websearch_to_tsquery's AND finds almost nothing for a question) and the
+ * vector arm's exact top N (no ANN index: see DESIGN.md, "Recall"), with N and avgdl of the scope.
+ * BM25 itself is computed from these in bm25.ts.
+ *
+ * The work is bounded whatever the request: the query keeps its first `maxTerms` distinct lexemes
+ * (and the irregular forms of those only), and only the newest `scanLimit` memories in scope are
+ * scanned. They are picked by a narrow sort of row addresses (the scope's filters, no distances),
+ * then read again by address: the costly per-row work (cosine, tsvector cut, the lines) is done
+ * for at most `scanLimit` rows. `capped` says whether older ones were left out; with
+ * `skipWhenCapped` none is read then (recall answers such a scope with findLargeScopeSignals).
+ */
+export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
+  const vector = `[${q.embedding.join(',')}]`;
+  const skip = q.skipWhenCapped ? sql` and (select cardinality(p.rows) from picked p) <= ${q.scanLimit}` : sql``;
+  const [raw] = await query<RawSignals>(
+    tx,
+    sql`
+      with ${queryLexemeCtes(q)},
       picked as materialized (
-        select array(select m.ctid from memories m where ${where} order by m.occurred_at desc nulls last, m.id desc nulls last limit ${q.scanLimit + 1}) as rows
+        select array(select m.ctid from memories m where ${scopeConditions(q)} order by m.occurred_at desc nulls last, m.id desc nulls last limit ${q.scanLimit + 1}) as rows
       ),
       scope as materialized (
         select m.id, m.importance, m.occurred_at, m.embedding <=> ${vector}::vector as distance,
@@ -133,15 +163,79 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
         from memories m
         cross join query q
         where m.ctid = any((select p.rows[1:${q.scanLimit}] from picked p)::tid[]) and m.tenant_id = ${q.tenantId}
-          and vector_dims(m.embedding) = ${q.embedding.length}
+          and vector_dims(m.embedding) = ${q.embedding.length}${skip}
       )
-      select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
-             (select count(*) from scope) as documents,
-             (select cardinality(rows) > ${q.scanLimit} from picked) as capped,
-             (select avg(dl)::float8 from scope) as average_length,
-             (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n')
-              from scope s
-              where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})) as memories
+      ${signalsSelect(q, sql`(select count(*) from scope)`, sql`(select cardinality(rows) > ${q.scanLimit} from picked)`)}
+    `,
+  );
+  return parseRecallSignals(raw);
+}
+
+/**
+ * How many memories the vector arm of a large scope re-ranks by their full vectors, the nearest by
+ * the Hamming distance of the quantized ones (`npm run bench -- scale`).
+ */
+export const QUANTIZED_RERANK = 400;
+/** At most this many memories holding one query lexeme join the text arm of a large scope. */
+export const LARGE_SCOPE_MATCHES_PER_TERM = 300;
+/** A large scope's size (BM25's N) is counted up to this many memories; a larger one counts as this. */
+export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
+
+/**
+ * The signals of a scope too large to scan (more than the scan limit), over all of it:
+ * - vector arm: each memory's quantized embedding (`embedding_bits`, a bit a dimension, migration
+ *   0009) compared by Hamming distance exactly, on the covering (tenant, user) index (an
+ *   index-only scan: the wide rows are not read), or through an HNSW index on the bits with
+ *   pgvector's iterative scan where an operator has made one (README, "Users with many
+ *   memories": faster recall, slower inserts); the nearest QUANTIZED_RERANK are re-ranked by
+ *   their full vectors' cosine;
+ * - text arm: through the search_text GIN index, the memories holding each query lexeme, at most
+ *   LARGE_SCOPE_MATCHES_PER_TERM a lexeme (a rare lexeme, the kind that tells memories apart, is
+ *   never cut; only one held by more memories than that), found by engram_recall_text_matches
+ *   (migration 0009: as the owner, within the current tenant, since row-level security keeps @@
+ *   from using the index); the request's other filters are applied when the rows are read;
+ * - N is the scope's size (counted up to LARGE_SCOPE_COUNT_LIMIT on the narrow index); avgdl and
+ *   the lexemes' df are those of the memories read, so a lexeme that was cut counts fewer.
+ * On a scope no larger than the re-rank every memory is read, and the answer is the scan's.
+ */
+export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
+  const vector = `[${q.embedding.join(',')}]`;
+  const where = scopeConditions(q);
+  // A literal, so the planner can match a partial index on one size (an integer: no injection).
+  const dims = sql.raw(String(Math.trunc(q.embedding.length)));
+  // An HNSW index on the bits, where an operator made one, is walked with iterative scans (SET LOCAL).
+  const [, near] = await Promise.all([
+    query(tx, sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(QUANTIZED_RERANK)}, true)`),
+    query<{ ids: string | null; documents: number | string }>(
+      tx,
+      // The scope's size (BM25's N) in the same round trip, on the same narrow index.
+      sql`select (select array_agg(n.id)::text from (
+                select m.id from memories m
+                where ${where} and length(m.embedding_bits) = ${dims}
+                order by m.embedding_bits::bit(${dims}) <~> binary_quantize(${vector}::vector)::bit(${dims})
+                limit ${QUANTIZED_RERANK}) n) as ids,
+              (select count(*) from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c) as documents`,
+    ),
+  ]);
+  const nearIds = near[0]?.ids ?? '{}';
+  const documents = Number(near[0]?.documents ?? 0);
+  const [raw] = await query<RawSignals>(
+    tx,
+    sql`
+      with ${queryLexemeCtes(q)},
+      matched as materialized (
+        select t.id from engram_recall_text_matches(${q.userId}, (select lexemes from query), ${LARGE_SCOPE_MATCHES_PER_TERM},
+          ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz) t
+      ),
+      picked as materialized (select unnest(${nearIds}::uuid[]) as id union select id from matched),
+      scope as materialized (
+        select m.id, m.importance, m.occurred_at, m.embedding <=> ${vector}::vector as distance,
+               length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', q.lexemes), '{a}') as hit
+        from memories m
+        cross join query q
+        where ${where} and m.id in (select id from picked) and vector_dims(m.embedding) = ${q.embedding.length}
+      )
+      ${signalsSelect(q, sql`${documents}::int`, sql`false`)}
     `,
   );
   return parseRecallSignals(raw);

@@ -132,14 +132,17 @@ export const VECTOR_RELEVANCE_WEIGHT = 1 - TEXT_RELEVANCE_WEIGHT;
  * The text arm's share by embedder: the one place where the fusion depends on it. A semantic
  * embedder's cosine says what BM25 cannot (other words, same meaning), so it earns a larger share.
  * Local (USE lite) on LoCoMo (`npm run bench -- fusion`), recall@10 for a text share of 0.2 / 0.3 /
- * 0.4 / 0.5 / 0.6 / 0.7 / 0.8 / 1.0: relevance only 0.655 / 0.665 / 0.665 / 0.662 / 0.660 / 0.651 /
- * 0.648 / 0.637; weights 0.1/0.1/0.8 0.612 / 0.640 / 0.646 / 0.646 / 0.645 / 0.644 / 0.639 / 0.636.
- * 0.5 sits inside both plateaus. An OpenAI-compatible endpoint keeps the lexical split until
- * measured with one.
+ * 0.4 / 0.5 / 0.6 / 0.7 / 0.8 / 1.0 without a floor: relevance only 0.655 / 0.665 / 0.665 / 0.662 /
+ * 0.660 / 0.651 / 0.648 / 0.637; weights 0.1/0.1/0.8 0.612 / 0.640 / 0.646 / 0.646 / 0.645 / 0.644
+ * / 0.639 / 0.636. But the cosine of unrelated text is ~0.3, so the more cosine in the relevance,
+ * the higher the floor that keeps another user's questions to ~3 memories, and the more it costs:
+ * with the weights 0.1/0.1/0.8, the best floor meeting both (loss ≤ 0.01, unrelated ≤ 3) gives
+ * 0.637 at share 0.4 (floor 0.30), 0.637 at 0.5 (0.28), 0.633 at 0.6 (0.25), **0.639 at 0.7
+ * (0.22)**. An OpenAI-compatible endpoint keeps the lexical split until measured with one.
  */
 export const TEXT_RELEVANCE_WEIGHTS: Readonly<Record<EmbedderKind, number>> = {
   lexical: TEXT_RELEVANCE_WEIGHT,
-  local: 0.5,
+  local: 0.7,
   openai: TEXT_RELEVANCE_WEIGHT,
 };
 

@@ -1,10 +1,11 @@
 import { SCOPES, requireScope, resolveUserId } from '../auth/principal.js';
+import { minRelevanceFor } from '../config.js';
 import { withTenant } from '../db/tenant.js';
 import { toMemoryDto } from '../memories/schemas.js';
 import type { RequestContext } from '../shared/context.js';
 import type { Db } from '../db/client.js';
 import { bm25Scores, queryTerms } from './bm25.js';
-import { findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQuery } from './repository.js';
+import { findLargeScopeSignals, findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQuery } from './repository.js';
 import { MAX_RECALL_LIMIT, type RecallBody, type RecalledMemory } from './schemas.js';
 import {
   DEFAULT_WEIGHTS,
@@ -44,11 +45,19 @@ export const CANDIDATES_PER_ARM = MAX_RECALL_LIMIT;
 export const RECALL_MAX_TERMS = 32;
 
 /**
- * The most memories one recall scans: the newest in scope by `occurred_at`. A user with more has
- * the older ones left out of this request's ranking (and of BM25's statistics). Chosen with
- * `npm run bench -- hostile`; see the README's "Recall".
+ * The largest scope recall scans exactly: the scope's every memory read, its cosine and its words.
+ * A user with more memories in scope is answered over all of them another way (repository.ts
+ * findLargeScopeSignals: quantized vectors re-ranked, the text arm through the GIN index), measured
+ * with `npm run bench -- scale` and `npm run bench -- locomo`; see the README's "Recall".
  */
 export const RECALL_SCAN_LIMIT = 2000;
+
+/**
+ * How recall reads a scope: `scan` every memory of it (the newest RECALL_SCAN_LIMIT when it holds
+ * more), `quantized` through the indexes (findLargeScopeSignals), `auto` the scan up to the limit
+ * and the indexes past it. The first two exist for tests and benchmarks.
+ */
+export type RecallStrategy = 'auto' | 'scan' | 'quantized';
 
 /**
  * Recalls of one tenant in the database at once, per process (the rest wait in line): with the
@@ -72,9 +81,24 @@ export interface CandidatePool {
  * The hybrid candidate pool of one request, each with both arms' signals: the database's signals
  * (repository.ts), BM25 over them (bm25.ts), then the vector arm's and the text arm's top N merged.
  */
-export async function collectCandidates(tx: Db, q: SignalsQuery, observe?: (signals: RecallSignals) => void): Promise<CandidatePool> {
-  const signals = await findRecallSignals(tx, q);
-  observe?.(signals);
+export async function collectCandidates(
+  tx: Db,
+  q: SignalsQuery,
+  observe?: (signals: RecallSignals, strategy: Exclude<RecallStrategy, 'auto'>) => void,
+  strategy: RecallStrategy = 'auto',
+): Promise<CandidatePool> {
+  let signals: RecallSignals | undefined;
+  let used: Exclude<RecallStrategy, 'auto'> = 'scan';
+  if (strategy !== 'quantized') {
+    // Auto: the scan's first step counts up to the limit; past it nothing was read, and the indexes answer.
+    signals = await findRecallSignals(tx, { ...q, skipWhenCapped: strategy === 'auto' });
+    if (strategy === 'auto' && signals.capped) signals = undefined;
+  }
+  if (!signals) {
+    signals = await findLargeScopeSignals(tx, q);
+    used = 'quantized';
+  }
+  observe?.(signals, used);
   return candidatesFromSignals(signals, q.poolSize);
 }
 
@@ -121,7 +145,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const now = asOf ?? ctx.services.clock();
   const [embedding] = await ctx.services.embedder.embed([body.query]);
   const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
-  const minRelevance = body.min_relevance ?? ctx.services.config.recall.minRelevance;
+  const minRelevance = body.min_relevance ?? minRelevanceFor(ctx.services.config, ctx.services.embedder.kind);
   const { candidates, ranked } = await tenantLimiter.run(ctx.principal.tenantId, () => withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
     const pool = await collectCandidates(tx, {
       tenantId: ctx.principal.tenantId,
@@ -138,9 +162,6 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       runId: body.filters?.run_id,
       categories: body.filters?.categories,
       metadata: body.filters?.metadata,
-    }, (signals) => {
-      // Operators see when a user has outgrown the scan: older memories were not ranked.
-      if (signals.capped) ctx.services.logger.info({ scanned: signals.documents, scanLimit: RECALL_SCAN_LIMIT }, 'recall scanned only the newest memories in scope');
     });
     const textWeight = TEXT_RELEVANCE_WEIGHTS[ctx.services.embedder.kind];
     const scored = rankRecallCandidates(pool, { weights, halfLifeHours, now, minScore: body.min_score, minRelevance, limit: body.limit }, textWeight);

@@ -35,6 +35,12 @@ describe('GET /docs', () => {
     expect(csp).toMatch(/connect-src 'self'(;|$)/);
   });
 
+  it('sends /docs/ to /docs by a relative redirect, where the page\'s relative URLs resolve', async () => {
+    const res = await app.call('GET', '/docs/');
+    expect(res.status).toBe(301);
+    expect(new URL(res.headers.get('location') ?? '', 'http://engram.test/prefix/docs/').pathname).toBe('/prefix/docs');
+  });
+
   it('serves every script, stylesheet and icon the page references, with the right content type', async () => {
     const html = (await app.call('GET', '/docs')).body as string;
     const refs = [...html.matchAll(/\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);

@@ -5,6 +5,7 @@
  * that made the request. Hand-written DTOs therefore cannot drift from the published document.
  */
 import type { z } from 'zod';
+import { templatePattern } from '../../src/http/methods.js';
 import { ROUTES, problemSchema } from '../../src/http/openapi.js';
 
 type Route = (typeof ROUTES)[number];
@@ -14,7 +15,7 @@ const compiled = ROUTES.map((route) => ({
   route,
   template: route.path,
   static: !route.path.includes('{'),
-  pattern: new RegExp(`^${route.path.split(/\{[^}]+\}/).map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`),
+  pattern: templatePattern(route.path),
 }));
 
 /** The declared route a request reaches: a static path wins over a template it also fits. */

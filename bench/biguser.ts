@@ -1,0 +1,131 @@
+/**
+ * Recall for one user with many memories, end to end: the service's strategy switch (the exact
+ * scan up to RECALL_SCAN_LIMIT memories in scope, the indexes past it) against the exact answer.
+ *
+ *   npm run bench -- biguser [--sizes 1000,2000,10000,100000] [--queries 200] [--data <locomo dir>]
+ *     [--backend postgres|pglite]   (--data: the LoCoMo split's folder, as bench:locomo reads it)
+ *
+ * One user's memories are LoCoMo's turns (all conversations, cycled, each copy numbered so that no
+ * two are the same fact), stored through `POST /memories` in batches of 1,000 with the service's
+ * embedder (EMBEDDINGS, default lexical; EMBEDDING_DIMENSIONS passes through): the bulk insert
+ * throughput with every index recall uses. Then LoCoMo's questions are asked of that user:
+ * latency in-process around `app.request` (auth, validation, embedding, SQL, ranking, JSON) at
+ * limit 10, and recall@10 against the exact answer (the same ranking from a scan of every memory
+ * in scope, with no scan limit): the share of the exact top 10 that the service's answer holds.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import postgres from 'postgres';
+import { signDevToken } from '../src/auth/sign.js';
+import { loadConfig, minRelevanceFor } from '../src/config.js';
+import { withTenant } from '../src/db/tenant.js';
+import { createRuntime, type Runtime } from '../src/runtime.js';
+import { CANDIDATES_PER_ARM, RECALL_MAX_TERMS, collectCandidates, rankRecallCandidates } from '../src/recall/service.js';
+import { DEFAULT_WEIGHTS, TEXT_RELEVANCE_WEIGHTS } from '../src/recall/scoring.js';
+import { queryWordForms } from '../src/recall/word-forms.js';
+import { adminUrl, databaseUrl } from '../test/support/env.js';
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '1000,2000,10000,100000' },
+    queries: { type: 'string', default: '200' },
+    data: { type: 'string' },
+    backend: { type: 'string', default: 'postgres' },
+  },
+});
+if (!values.data) {
+  process.stderr.write('bench biguser: --data <folder of the LoCoMo split> is required\n');
+  process.exit(2);
+}
+const sizes = values.sizes!.split(',').map(Number).sort((a, b) => a - b);
+const read = <T>(f: string) => readFileSync(path.join(values.data!, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+const turns = read<{ content: string }>('memories.jsonl');
+const questions = read<{ question: string }>('queries.jsonl').slice(0, Number(values.queries));
+
+const secret = `bench-biguser-${randomUUID()}-${randomUUID()}`;
+const env = { AUTH_JWT_SECRET: secret, LOG_LEVEL: 'silent', REQUEST_TIMEOUT_MS: '600000', EMBEDDINGS: process.env.EMBEDDINGS ?? 'lexical', EMBEDDING_DIMENSIONS: process.env.EMBEDDING_DIMENSIONS };
+let runtime: Runtime;
+let close: () => Promise<void>;
+let analyze: () => Promise<void>;
+if (values.backend === 'pglite') {
+  const { openPglite } = await import('../src/db/pglite.js');
+  const database = await openPglite({ dataDir: undefined });
+  runtime = await createRuntime({ ...loadConfig(env), migrateOnStart: true }, { logger: pino({ level: 'silent' }), database });
+  analyze = async () => void (await database.client.query('vacuum (analyze) memories'));
+  close = async () => {
+    await runtime.close();
+    await database.close();
+  };
+} else {
+  const name = `engram_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  runtime = await createRuntime(loadConfig({ ...env, DATABASE_URL: databaseUrl(name), MIGRATE_ON_START: 'true' }), { logger: pino({ level: 'silent' }) });
+  analyze = async () => {
+    const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
+    await owner.unsafe('vacuum (analyze) memories');
+    await owner.end();
+  };
+  close = async () => {
+    await runtime.close();
+    const a = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+    await a.unsafe(`drop database if exists ${name} with (force)`);
+    await a.end();
+  };
+}
+
+const tenant = 'bench-biguser';
+const user = 'u';
+const token = await signDevToken({ secret, issuer: 'memory-layer', audience: 'memory-api', tenantClaim: 'tenant_id', tenant, user, scope: 'memories:read memories:write', ttlSeconds: 86400 });
+const request = (route: string, body: unknown) => {
+  const json = JSON.stringify(body);
+  return runtime.app.request(route, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)) }, body: json });
+};
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+const start = Date.UTC(2020, 0, 1);
+
+try {
+  process.stdout.write(`embedder ${runtime.services.embedder.name}, backend ${values.backend}, ${questions.length} questions\n`);
+  let loaded = 0;
+  for (const size of sizes) {
+    const t0 = performance.now();
+    for (let i = loaded; i < size; i += 1000) {
+      const n = Math.min(1000, size - i);
+      const memories = Array.from({ length: n }, (_, j) => ({ content: `${turns[(i + j) % turns.length]!.content} (copy ${Math.floor((i + j) / turns.length)})`, occurred_at: new Date(start + (i + j) * 3_600_000).toISOString() }));
+      const res = await request('/memories', { memories });
+      if (res.status !== 201) throw new Error(`POST /memories answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    }
+    const rate = (size - loaded) / ((performance.now() - t0) / 1000);
+    loaded = size;
+    await analyze();
+    const now = new Date(start + size * 3_600_000);
+    const latencies: number[] = [];
+    let overlap = 0;
+    const embeddings = await runtime.services.embedder.embed(questions.map((q) => q.question));
+    for (const q of questions.slice(0, 10)) await (await request('/memories/recall', { query: q.question, limit: 10, as_of: now.toISOString() })).text();
+    for (const [i, q] of questions.entries()) {
+      const t = performance.now();
+      const res = await request('/memories/recall', { query: q.question, limit: 10, as_of: now.toISOString() });
+      const body = (await res.json()) as { memories: Array<{ id: string }> };
+      latencies.push(performance.now() - t);
+      const exact = await withTenant(runtime.services.database, tenant, async (tx) => {
+        const pool = await collectCandidates(tx, { tenantId: tenant, userId: user, embedding: embeddings[i]!, text: q.question, wordForms: queryWordForms(q.question), asOf: now, now, poolSize: CANDIDATES_PER_ARM, maxTerms: RECALL_MAX_TERMS, scanLimit: size + 1 }, undefined, 'scan');
+        return rankRecallCandidates(pool, { weights: DEFAULT_WEIGHTS, halfLifeHours: runtime.config.recall.halfLifeHours, now, minRelevance: minRelevanceFor(runtime.config, runtime.services.embedder.kind), limit: 10 }, TEXT_RELEVANCE_WEIGHTS[runtime.services.embedder.kind]);
+      }, { readOnly: true });
+      const got = new Set(body.memories.map((m) => m.id));
+      overlap += exact.length === 0 ? 1 : exact.filter((c) => got.has(c.id)).length / exact.length;
+    }
+    latencies.sort((a, b) => a - b);
+    process.stdout.write(
+      `${String(size).padStart(7)} memories: bulk insert ${Math.round(rate)}/s; recall limit 10 p50 ${percentile(latencies, 50).toFixed(2)} ms, p95 ${percentile(latencies, 95).toFixed(2)} ms; recall@10 vs exact ${(overlap / questions.length).toFixed(3)}\n`,
+    );
+  }
+  process.stdout.write(`load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}\n`);
+} finally {
+  await close();
+}

@@ -1,0 +1,51 @@
+import type { z } from 'zod';
+
+type RawIssue = z.core.$ZodRawIssue;
+
+const ARTICLE: Record<string, string> = { integer: 'an integer', int: 'an integer', object: 'an object', array: 'an array', record: 'an object' };
+const FORMATS: Record<string, string> = { uuid: 'a UUID', datetime: 'an ISO 8601 date-time', email: 'an e-mail address', url: 'a URL' };
+
+function noun(expected: string): string {
+  return ARTICLE[expected] ?? `a ${expected}`;
+}
+
+function sizeUnit(origin: string | undefined, n: number): string {
+  if (origin === 'string') return ` character${n === 1 ? '' : 's'}`;
+  if (origin === 'array' || origin === 'set') return ` item${n === 1 ? '' : 's'}`;
+  return '';
+}
+
+/**
+ * Field messages in the service's own voice ("must be at most 10"), not zod's ("Too big: expected
+ * number to be <=10"), so every 400 reads alike. Messages a schema gives itself take precedence.
+ */
+export function houseMessage(issue: RawIssue): string | undefined {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.input === undefined ? 'is required' : `must be ${noun(String(issue.expected))}`;
+    case 'too_small': {
+      const n = Number(issue.minimum);
+      if (issue.origin === 'string' && n === 1) return 'must not be empty';
+      if (issue.origin === 'array' && n === 1) return 'must hold at least one item';
+      const bound = issue.inclusive === false ? 'greater than' : 'at least';
+      return issue.origin === 'array' || issue.origin === 'set' || issue.origin === 'string'
+        ? `must hold ${bound} ${n}${sizeUnit(issue.origin, n)}`
+        : `must be ${bound} ${String(issue.minimum)}`;
+    }
+    case 'too_big': {
+      const n = Number(issue.maximum);
+      const bound = issue.inclusive === false ? 'less than' : 'at most';
+      return issue.origin === 'array' || issue.origin === 'set' || issue.origin === 'string'
+        ? `must hold ${bound} ${n}${sizeUnit(issue.origin, n)}`
+        : `must be ${bound} ${String(issue.maximum)}`;
+    }
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'invalid_format':
+      return `must be ${FORMATS[issue.format] ?? `a valid ${issue.format}`}`;
+    case 'not_multiple_of':
+      return `must be a multiple of ${String(issue.divisor)}`;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withTenant } from '../../src/db/tenant.js';
+import type { SignalsQuery } from '../../src/recall/repository.js';
+import { RECALL_MAX_TERMS, RECALL_SCAN_LIMIT, collectCandidates, rankRecallCandidates, type RecallStrategy } from '../../src/recall/service.js';
+import { DEFAULT_WEIGHTS } from '../../src/recall/scoring.js';
+import { queryWordForms } from '../../src/recall/word-forms.js';
+import { TEST_BACKEND, startTestApp, tokenFor, uniqueTenant, type TestApp } from '../support/harness.js';
+
+/**
+ * Recall reads a scope of at most RECALL_SCAN_LIMIT memories by scanning it, and a larger one
+ * through the indexes (quantized vectors re-ranked, the text arm through GIN), over all of it. The
+ * two must agree where both read every memory, and a user who crosses the limit must go on being
+ * answered, older memories included.
+ */
+
+let app: TestApp;
+const tenant = uniqueTenant('strategy');
+const user = 'dora';
+let token: string;
+/** Made-up words, none a stop word: each memory holds a few, so memories share some and not others. */
+const WORDS = Array.from({ length: 12 }, (_, i) => `zq${String.fromCharCode(97 + i)}lomb`);
+const day = (i: number) => new Date(Date.UTC(2024, 0, 1) + i * 86_400_000).toISOString();
+
+beforeAll(async () => {
+  app = await startTestApp();
+  token = await tokenFor({ tenant, user });
+  const memories = Array.from({ length: 40 }, (_, i) => ({
+    content: `${WORDS[i % 12]} and ${WORDS[(i * 5) % 12]} at the lake ${i % 3 === 0 ? 'with Anna' : 'alone'} on visit ${i}`,
+    occurred_at: day(i),
+    importance: 1 + (i % 10),
+  }));
+  const res = await app.call('POST', '/memories', { token, body: { memories } });
+  expect(res.status).toBe(201);
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+async function pool(text: string, strategy: RecallStrategy, scanLimit = RECALL_SCAN_LIMIT) {
+  const [embedding] = await app.runtime.services.embedder.embed([text]);
+  const q: SignalsQuery = { tenantId: tenant, userId: user, embedding: embedding!, text, wordForms: queryWordForms(text), asOf: undefined, now: new Date(), poolSize: 100, maxTerms: RECALL_MAX_TERMS, scanLimit };
+  let used = '';
+  const got = await withTenant(app.runtime.services.database, tenant, (tx) => collectCandidates(tx, q, (_, s) => (used = s), strategy));
+  return { ...got, used };
+}
+
+const byId = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
+
+describe('recall strategy by the size of the scope', () => {
+  it('gives the same candidates and the same ranking from the scan and the indexes on a small scope', async () => {
+    for (const text of [`${WORDS[1]} ${WORDS[6]} lake`, 'Who went with Anna?', `${WORDS[3]} visit`, 'nothing in common here']) {
+      const scan = await pool(text, 'scan');
+      const indexed = await pool(text, 'quantized');
+      expect(scan.used).toBe('scan');
+      expect(indexed.used).toBe('quantized');
+      expect(scan.candidates.length).toBeGreaterThan(0);
+      expect(byId(indexed.candidates).map((c) => [c.id, c.textScore.toFixed(9), c.similarity.toFixed(9)])).toEqual(
+        byId(scan.candidates).map((c) => [c.id, c.textScore.toFixed(9), c.similarity.toFixed(9)]),
+      );
+      expect(indexed.fullTextScore).toBeCloseTo(scan.fullTextScore, 9);
+      const options = { weights: DEFAULT_WEIGHTS, halfLifeHours: 720, now: new Date(), minRelevance: 0, limit: 10 };
+      expect(rankRecallCandidates(indexed, options).map((c) => c.id)).toEqual(rankRecallCandidates(scan, options).map((c) => c.id));
+    }
+  });
+
+  it('past the scan limit uses the indexes and still finds the oldest memories', async () => {
+    // With a limit of 10, the scan alone reads the newest 10 (visits 30-39) and misses visit 0.
+    const text = `${WORDS[0]} visit`;
+    const capped = await pool(text, 'scan', 10);
+    const auto = await pool(text, 'auto', 10);
+    expect(auto.used).toBe('quantized');
+    const whole = await pool(text, 'scan', 1000);
+    // Every memory holding the word comes back, as when the whole scope is scanned.
+    const holding = (p: typeof whole) => p.candidates.filter((c) => c.textScore > 0).map((c) => c.id).sort();
+    expect(holding(auto)).toEqual(holding(whole));
+    expect(holding(capped).length).toBeLessThan(holding(whole).length);
+    const under = await pool(text, 'auto', 1000);
+    expect(under.used).toBe('scan');
+  });
+
+  // 2,001 memories: on PostgreSQL only, where it takes a few seconds (the embedded backend is checked
+  // by the test above, with a small scan limit).
+  it.skipIf(TEST_BACKEND === 'pglite')(`through the API: a user crossing ${RECALL_SCAN_LIMIT} memories keeps being answered, the oldest included`, async () => {
+    const big = 'erin';
+    const bigToken = await tokenFor({ tenant, user: big });
+    const oldest = { content: 'Erin keeps a qxvintage zoetrope in the attic', occurred_at: day(0) };
+    const filler = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => ({ content: `Erin note ${from + i}: ${WORDS[(from + i) % 12]} on a regular day`, occurred_at: day(1 + from + i) }));
+    for (const batch of [[oldest, ...filler(0, 999)], filler(999, RECALL_SCAN_LIMIT - 1000)]) {
+      const res = await app.call('POST', '/memories', { token: bigToken, body: { memories: batch } });
+      expect(res.status).toBe(201);
+    }
+    const ask = async () => {
+      const res = await app.call('POST', '/memories/recall', { token: bigToken, body: { query: 'Where is the qxvintage zoetrope?', limit: 5 } });
+      expect(res.status).toBe(200);
+      return res.body.memories as Array<{ content: string }>;
+    };
+    expect((await ask())[0]?.content).toBe(oldest.content);
+    // One more memory: the scope now holds more than the scan limit, and the oldest is still found.
+    const more = await app.call('POST', '/memories', { token: bigToken, body: { memories: filler(RECALL_SCAN_LIMIT, 1) } });
+    expect(more.status).toBe(201);
+    expect((await ask())[0]?.content).toBe(oldest.content);
+  });
+});
