@@ -11,6 +11,8 @@ const POSTGRES_ONLY = [
   'test/integration/extraction-worker-process.test.ts',
   'test/integration/queue-lease.test.ts',
   'test/integration/db-faults.test.ts',
+  'test/integration/webhooks-worker-kill.test.ts',
+  'test/integration/portability-roundtrip.test.ts',
 ];
 
 /** @engram/client's tests: the built package against the real service, on both backends. */

@@ -10,13 +10,15 @@
  *   npm run bench -- biguser                        recall end to end for one user with 1,000-100,000 memories
  *   npm run bench -- redact                         the PII redactor's throughput over transcript text
  *   npm run bench -- ops --quick                    each route's latency over HTTP against its database floor
+ *   npm run bench -- export                         export rows/s and RSS growth at 100,000 memories, then import rows/s
+ *   npm run bench -- webhooks                       webhook delivery latency (commit to receiver) and events/s
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile', 'scale', 'biguser', 'redact', 'ops'];
+const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile', 'scale', 'biguser', 'redact', 'ops', 'export', 'webhooks'];
 const [name, ...args] = process.argv.slice(2);
 if (!name || !BENCHMARKS.includes(name)) {
   process.stderr.write(`usage: npm run bench -- <${BENCHMARKS.join('|')}> [options]\n`);

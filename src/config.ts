@@ -83,6 +83,22 @@ const envSchema = z.object({
   DB_ACQUIRE_TIMEOUT_MS: int(100, 60_000).default(1500),
   REQUEST_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   READINESS_TIMEOUT_MS: int(50, 10_000).default(800),
+  /** Encrypts webhook signing secrets at rest; embedded mode without one: generated into DATA_DIR. */
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .refine((value) => Buffer.byteLength(value, 'utf8') >= 32, 'must be at least 32 bytes')
+    .optional(),
+  WEBHOOK_ALLOW_PRIVATE: booleanString.default(false),
+  /** Delays before each retry of a delivery, in ms (jittered ±20%); the default spans 25 to 38 hours. */
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, 'must be a comma-separated list of milliseconds')
+    .default('5000,300000,1800000,7200000,18000000,36000000,50400000'),
+  WEBHOOK_TIMEOUT_MS: int(100, 60_000).default(10_000),
+  WEBHOOK_CONCURRENCY: int(1, 256).default(8),
+  /** How often dispatchers look for due deliveries when no notification woke them. */
+  WEBHOOK_POLL_INTERVAL_MS: int(10, 3_600_000).default(1000),
+  MAX_IMPORT_BYTES: int(1024, 10 * 1024 * 1024 * 1024).default(100 * 1024 * 1024),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -165,6 +181,17 @@ export interface Config {
     /** How often each worker runs the retention sweeps (expired memories, transcripts, idempotency keys). */
     retentionSweepIntervalMs: number;
   };
+  webhooks: {
+    /** WEBHOOK_SECRET_KEY; unset: generated into DATA_DIR (embedded) or derived from the server secret. */
+    secretKey: string | undefined;
+    allowPrivate: boolean;
+    /** Delay before retry n (index n - 1); the delivery fails for good after the last. */
+    retryScheduleMs: number[];
+    timeoutMs: number;
+    concurrency: number;
+    pollIntervalMs: number;
+  };
+  portability: { maxImportBytes: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** NODE_ENV === 'production'. */
   production: boolean;
@@ -305,6 +332,15 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       idempotencyTtlHours: e.IDEMPOTENCY_TTL_HOURS,
       retentionSweepIntervalMs: e.RETENTION_SWEEP_INTERVAL_MS,
     },
+    webhooks: {
+      secretKey: e.WEBHOOK_SECRET_KEY,
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS.split(',').map((part) => Number(part.trim())),
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
+    },
+    portability: { maxImportBytes: e.MAX_IMPORT_BYTES },
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === 'production',
   };

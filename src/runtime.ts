@@ -22,6 +22,10 @@ import { DatabaseJobQueue } from './queue/database.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { JobQueue } from './queue/types.js';
 import type { Services } from './shared/context.js';
+import { createNotifier } from './events/notifier.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { registerWebhookRoutes } from './webhooks/routes.js';
+import { resolveWebhookKey } from './webhooks/secrets.js';
 
 export interface Runtime {
   config: Config;
@@ -76,15 +80,20 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const queue = createQueue(config, logger, metrics);
   metrics.setQueueDepth(() => queue.depth());
   metrics.setQueueStates(() => queue.stateCounts());
+  const serverSecret = resolveServerSecret(config, secret);
+  const notifier = createNotifier(config, database, logger);
+  const webhookKey = resolveWebhookKey(config, serverSecret);
+  const dispatcher = new WebhookDispatcher({ config, database, logger, key: webhookKey, notifier, registry: metrics.registry });
   const services: Services = {
     config,
     database,
     embedder: providers.embedder,
     clock: options.clock ?? (() => new Date()),
     logger,
-    keys: deriveServerKeys(resolveServerSecret(config, secret)),
+    keys: deriveServerKeys(serverSecret),
     onUserErased: (tenantId, jobIds) => queue.remove(jobIds.map((jobId) => ({ kind: EXTRACTION_KIND, tenantId, jobId }))),
     metrics,
+    notifier,
   };
   const pipeline: PipelineDeps = {
     config,
@@ -114,7 +123,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     readiness,
     metrics,
     rateLimiter,
-    extraRoutes: [(a) => registerExtractionRoutes(a, services, queue), (a) => registerSettingsRoutes(a, services), (a) => registerQueueDashboard(a, queue)],
+    extraRoutes: [
+      (a) => registerExtractionRoutes(a, services, queue),
+      (a) => registerWebhookRoutes(a, services, { key: webhookKey, allowPrivate: config.webhooks.allowPrivate }),
+      (a) => registerSettingsRoutes(a, services),
+      (a) => registerQueueDashboard(a, queue),
+    ],
   });
   let workerStarted = false;
   return {
@@ -130,11 +144,16 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       if (workerStarted) return;
       workerStarted = true;
       queue.startWorker();
+      dispatcher.start();
     },
-    stopWorker: () => queue.stopWorker(),
+    async stopWorker() {
+      await Promise.all([queue.stopWorker(), dispatcher.stop()]);
+    },
     async close() {
       await rateLimiter?.close();
+      await dispatcher.stop();
       await queue.close();
+      await notifier.close();
       await providers.embedder.close?.();
       if (!options.database) await database.close();
     },

@@ -8,7 +8,7 @@ const JWT_SECRET_FILE = 'dev-jwt-secret';
 const SERVER_SECRET_FILE = 'server-secret';
 
 /** A secret generated once into DATA_DIR (mode 0600, in a 0700 folder) and read back after. */
-function generatedSecret(dataDir: string, name: string): { secret: string; file: string } {
+export function generatedSecret(dataDir: string, name: string): { secret: string; file: string } {
   const file = path.join(ensureDataDir(dataDir), name);
   if (!existsSync(file)) writeFileSync(file, randomBytes(48).toString('base64url'), { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);

@@ -159,4 +159,4 @@ export const tenantSettings = pgTable('tenant_settings', {
   updatedAt: timestamptz('updated_at').notNull().defaultNow(),
 });
 
-export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings'] as const;
+export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings', 'webhook_endpoints', 'webhook_deliveries'] as const;

@@ -7,6 +7,7 @@ import { notFound } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
 import { userActor } from '../memories/service.js';
 import { deleteEverythingOfUser, pseudonymiseActor } from './repository.js';
+import { scrubUserEvents } from '../webhooks/repository.js';
 
 /**
  * The receipt names the subject only by a keyed hash: it proves an erasure happened without
@@ -74,6 +75,8 @@ export async function eraseUser(ctx: RequestContext, userId: string): Promise<Er
   const { counts, jobIds, erasureId } = await withTenant(ctx.services.database, tenantId, async (tx) => {
     await memoryRepo.lockUser(tx, tenantId, userId);
     const erased = await deleteEverythingOfUser(tx, tenantId, userId);
+    // Webhook events about the user keep ids only; user.erased (from the receipt) stands for the rest.
+    await scrubUserEvents(tx, tenantId, userId);
     // What the user did to others' memories stays in their history, under a name for the erasure.
     const id = randomUUID();
     const pseudonymised = await pseudonymiseActor(tx, tenantId, userActor(userId), `erased:${id}`);

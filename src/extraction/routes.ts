@@ -4,6 +4,7 @@ import type { JobQueue } from '../queue/types.js';
 import type { Services } from '../shared/context.js';
 import { extractAccepted, extractBody, extractHeaders, jobIdParams, jobSchema } from './schemas.js';
 import { acceptExtraction, getJob as findJob } from './service.js';
+import { jobQuery, waitForJob } from '../events/job-wait.js';
 
 const JOB_ID = '0b7f6a52-3c2e-4f0e-9f51-2a1f7d3c9e10';
 
@@ -74,9 +75,13 @@ did, the ids of the memories it added, updated or deleted, and \`usage\` (what i
 model calls), and \`skipped\`: the facts not stored, by reason (the tenant's settings: personal
 data under \`pii.mode: reject\`, instructions aimed at the assistant, excluded categories); a
 failed job has \`error\`. \`finished_at\` is set once the job has succeeded or
-failed. Another tenant's job, or another user's without \`memories:act_as\`, is a 404.`,
+failed. Another tenant's job, or another user's without \`memories:act_as\`, is a 404.
+
+**Waiting.** With \`wait=S\` (0–30 seconds) the answer comes as soon as the job has finished, or
+after S seconds with its state then: a long poll instead of a polling loop. A waiting request
+holds no database connection (it is woken by the job's notification), so many may wait at once.`,
   scope: SCOPES.read,
-  request: { params: jobIdParams },
+  request: { params: jobIdParams, query: jobQuery },
   responses: {
     200: jsonResponse(jobSchema, 'The job.', {
       job_id: JOB_ID,
@@ -106,5 +111,10 @@ export function registerExtractionRoutes(app: Router, services: Services, queue:
     c.header('Location', accepted.status_url);
     return c.json(accepted, 202);
   });
-  app.openapi(getJob, async (c) => c.json(await findJob({ services, principal: c.get('principal') }, c.req.valid('param').job_id), 200));
+  app.openapi(getJob, async (c) => {
+    const ctx = { services, principal: c.get('principal') };
+    const id = c.req.valid('param').job_id;
+    const { wait } = c.req.valid('query');
+    return c.json(wait ? await waitForJob(ctx, id, wait, services.notifier) : await findJob(ctx, id), 200);
+  });
 }

@@ -18,6 +18,8 @@ import { openApiDocument } from './openapi.js';
 import { createRateLimiter, type TenantRateLimiter } from './rate-limit.js';
 import { problem } from './problem.js';
 import { withTimeout } from '../shared/timeout.js';
+import { MAX_WAIT_SECONDS } from '../events/job-wait.js';
+import { IMPORT_PATH, registerPortabilityRoutes } from '../portability/routes.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -41,7 +43,7 @@ export interface AppDependencies {
   rateLimiter?: TenantRateLimiter | undefined;
 }
 
-const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*', '/settings'];
+const PROTECTED_PREFIXES = ['/memories', '/memories/*', '/jobs/*', '/admin/*', '/settings', '/webhooks', '/webhooks/*'];
 
 /** The whole HTTP surface, without listening: main.ts serves it, tests call app.request(). */
 export function buildApp(deps: AppDependencies): Router {
@@ -52,8 +54,13 @@ export function buildApp(deps: AppDependencies): Router {
 
   app.use('*', requestId());
   app.use('*', observeRequests(services.logger, metrics));
-  app.use('*', requestDeadline(services.config.timeouts.requestMs));
-  app.use('*', limitBody(services.config.http.maxBodyBytes));
+  // Long-polls get their wait on top of the request bound; an import is bounded by its size instead.
+  const deadline = requestDeadline(services.config.timeouts.requestMs);
+  const waitingDeadline = requestDeadline(services.config.timeouts.requestMs + MAX_WAIT_SECONDS * 1000);
+  app.use('*', (c, next) => (c.req.path === IMPORT_PATH ? next() : c.req.query('wait') !== undefined ? waitingDeadline(c, next) : deadline(c, next)));
+  const bodyLimit = limitBody(services.config.http.maxBodyBytes);
+  const importLimit = limitBody(services.config.portability.maxImportBytes);
+  app.use('*', (c, next) => (c.req.path === IMPORT_PATH ? importLimit(c, next) : bodyLimit(c, next)));
 
   app.use('*', allowedMethods());
 
@@ -91,6 +98,7 @@ export function buildApp(deps: AppDependencies): Router {
   app.use('/admin/*', scope(SCOPES.operator));
 
   registerRecallRoutes(app, services);
+  registerPortabilityRoutes(app, services);
   registerMemoryRoutes(app, services);
   for (const register of deps.extraRoutes ?? []) register(app);
 

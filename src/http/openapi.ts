@@ -7,6 +7,8 @@ import { dashboardRoutes } from '../queue/dashboard.js';
 import { recallRoutes } from '../recall/routes.js';
 import { settingsRoutes } from '../settings/routes.js';
 import { operationsRoutes } from './routes.js';
+import { portabilityRoutes } from '../portability/routes.js';
+import { webhookRoutes } from '../webhooks/routes.js';
 import { createRouter, X_REQUEST_ID } from './routing.js';
 
 /**
@@ -14,7 +16,7 @@ import { createRouter, X_REQUEST_ID } from './routing.js';
  * /openapi.json serves it and `npm run openapi` writes it to openapi.yaml; a route that is served
  * must be listed here (test/integration/openapi.test.ts compares the two).
  */
-export const ROUTES = [...extractionRoutes, ...memoryRoutes, ...recallRoutes, ...settingsRoutes, ...operationsRoutes, ...dashboardRoutes];
+export const ROUTES = [...extractionRoutes, ...memoryRoutes, ...portabilityRoutes, ...recallRoutes, ...settingsRoutes, ...webhookRoutes, ...operationsRoutes, ...dashboardRoutes];
 
 const INFO_DESCRIPTION = `Engram keeps durable facts ("memories") about the users of AI agents, recalls the ones that
 matter for a query, and forgets them provably.
@@ -290,6 +292,8 @@ function generate(): Record<string, unknown> {
       { name: 'recall', description: 'Ranked retrieval of the memories that matter for a query.' },
       { name: 'erasure', description: 'Forgetting memories and users, with receipts.' },
       { name: 'extraction', description: 'Asynchronous extraction of memories from conversations.' },
+      { name: 'portability', description: "Exporting a user's memories as NDJSON and importing them elsewhere." },
+      { name: 'webhooks', description: 'Signed notifications of changes, delivered at least once from an outbox.' },
       { name: 'settings', description: "A tenant's governance of what is remembered: extraction guidance, personal data, retention." },
       { name: 'operations', description: 'Health, readiness, metrics, documentation and admin pages.' },
     ],

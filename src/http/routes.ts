@@ -148,6 +148,10 @@ exposition format, all named \`engram_*\`:
   \`embedding\`), \`model\` and \`outcome\` (\`ok\`, \`invalid_output\`, \`timeout\`,
   \`rate_limited\`, \`unavailable\`, \`rejected\`, \`aborted\`, \`error\`), and
   \`engram_model_tokens_total\` by \`kind\`, \`model\` and \`type\` (\`prompt\`, \`completion\`);
+- \`engram_webhook_deliveries\` by \`status\` (\`pending\`, \`succeeded\`, \`failed\`): the webhook
+  outbox, counted at scrape time; \`engram_webhook_attempts_total\` by \`outcome\` (\`succeeded\`,
+  \`retry\`, \`refused\`, \`failed\`, \`gone\`) and \`engram_webhook_delivery_seconds\` (outbox to 2xx),
+  from the processes that deliver;
 - process and Node.js metrics (\`engram_process_*\`, \`engram_nodejs_*\`).
 
 Label values never include a tenant, a user or a raw path. Each process reports its own

@@ -187,9 +187,13 @@ export async function insertEvents(tx: Db, events: NewMemoryEvent[]): Promise<vo
   await tx.insert(memoryEvents).values(events);
 }
 
-export async function listEvents(tx: Db, tenantId: string, memoryId: string) {
+/** The history of one memory, or of several (an export page), oldest first. */
+export async function listEvents(tx: Db, tenantId: string, memoryIds: string | string[]) {
+  const ids = typeof memoryIds === 'string' ? [memoryIds] : memoryIds;
+  if (ids.length === 0) return [];
   return tx
     .select({
+      memoryId: memoryEvents.memoryId,
       event: memoryEvents.event,
       oldContent: memoryEvents.oldContent,
       newContent: memoryEvents.newContent,
@@ -198,7 +202,7 @@ export async function listEvents(tx: Db, tenantId: string, memoryId: string) {
       createdAt: memoryEvents.createdAt,
     })
     .from(memoryEvents)
-    .where(and(eq(memoryEvents.tenantId, tenantId), eq(memoryEvents.memoryId, memoryId)))
+    .where(and(eq(memoryEvents.tenantId, tenantId), inArray(memoryEvents.memoryId, ids)))
     .orderBy(asc(memoryEvents.createdAt), asc(memoryEvents.id));
 }
 

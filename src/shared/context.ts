@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js';
 import type { Embedder } from '../llm/types.js';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from 'pino';
+import type { Notifier } from '../events/notifier.js';
 
 /** Long-lived dependencies, built once in main.ts (or by a test) and passed to every use case. */
 export interface Services {
@@ -18,6 +19,8 @@ export interface Services {
   onUserErased?: (tenantId: string, jobIds: string[]) => Promise<void>;
   /** Hears what use cases measure (src/observability/metrics.ts implements it); optional. */
   metrics?: ServiceMetrics;
+  /** Database notifications (a job finished, events queued): GET /jobs/{id}?wait= sleeps on them. */
+  notifier?: Notifier;
 }
 
 export interface ServiceMetrics {

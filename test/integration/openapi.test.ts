@@ -275,6 +275,19 @@ describe('each served route answers what openapi.yaml documents', () => {
     expect(accepted.status).toBe(202);
     const job = await call('GET', `/jobs/${accepted.body.job_id}`, { token });
     expect(job.status).toBe(200);
+    expect((await call('GET', `/jobs/${accepted.body.job_id}?wait=0.1`, { token })).status).toBe(200);
+
+    const exported = await call('GET', `/memories/export?user_id=${user}&include_superseded=true&include_history=true`, { token });
+    expect(exported.status).toBe(200);
+    const imported = await call('POST', `/memories/import?user_id=${user}`, { token, rawBody: String(exported.body), headers: { 'content-type': 'application/x-ndjson' } });
+    expect(imported.status).toBe(200);
+    const admin = await tokenFor({ tenant, user: 'admin', scope: 'engram:admin' });
+    // A public address literal: no lookup, and no worker runs here to deliver to it.
+    const hook = await call('POST', '/webhooks', { token: admin, body: { url: 'https://93.184.215.14/hook', events: ['memory.created'], description: 'happy' } });
+    expect(hook.status).toBe(201);
+    expect((await call('GET', '/webhooks', { token: admin })).status).toBe(200);
+    expect((await call('GET', `/webhooks/${hook.body.id}/deliveries?limit=10`, { token: admin })).status).toBe(200);
+    expect((await call('DELETE', `/webhooks/${hook.body.id}`, { token: admin })).status).toBe(204);
 
     expect((await call('DELETE', `/memories/${cello!.id}`, { token })).status).toBe(204);
     const forgot = await call('POST', '/memories/delete', { token, body: { user_id: user, memory_ids: [lisbon!.id, randomUUID()] } });
@@ -283,10 +296,10 @@ describe('each served route answers what openapi.yaml documents', () => {
     const erased = await call('POST', '/memories/delete', { token, body: {} });
     expect(erased.status).toBe(200);
 
-    const admin = await tokenFor({ tenant, user, scope: `${ALL_SCOPES} engram:admin` });
+    const settingsAdmin = await tokenFor({ tenant, user, scope: `${ALL_SCOPES} engram:admin` });
     expect((await call('GET', '/settings', { token })).status).toBe(200);
     const put = await call('PUT', '/settings', {
-      token: admin,
+      token: settingsAdmin,
       body: {
         extraction: { instructions: 'Keep dietary facts.', categories: [{ name: 'food', description: 'what the user eats' }], exclude_categories: ['gossip'] },
         pii: { mode: 'reject' },

@@ -38,6 +38,13 @@ async function seedTenant(tenant: string): Promise<void> {
       values (${tenant}, ${`subject-${tenant}`}, 'user', '{"memories": 0}'::jsonb)`);
     await tx.execute(sql`
       insert into tenant_settings (tenant_id, settings) values (${tenant}, ${JSON.stringify({ extraction: { instructions: `rules of ${tenant}` } })}::jsonb)`);
+    const endpointId = randomUUID();
+    await tx.execute(sql`
+      insert into webhook_endpoints (tenant_id, id, url, events, secret_ciphertext)
+      values (${tenant}, ${endpointId}, ${`https://hooks.example.com/${tenant}`}, '{memory.created}', 'v1:x:y:z')`);
+    await tx.execute(sql`
+      insert into webhook_deliveries (tenant_id, endpoint_id, event, user_id, payload)
+      values (${tenant}, ${endpointId}, 'memory.created', 'alice', ${JSON.stringify({ data: { content: `secret of ${tenant}` } })}::jsonb)`);
   });
 }
 
@@ -117,7 +124,7 @@ describe('with tenant a set', () => {
     });
   });
 
-  it.each(['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings'] as const)('refuses to insert a %s row with tenant_id b', async (name) => {
+  it.each(['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings', 'webhook_endpoints', 'webhook_deliveries'] as const)('refuses to insert a %s row with tenant_id b', async (name) => {
     const statements: Record<TenantTable, ReturnType<typeof sql>> = {
       memories: sql`insert into memories (tenant_id, user_id, content, content_hash, embedding)
                     values (${tenantB}, 'mallory', 'planted', 'planted-hash', '[0,1,0]'::vector)`,
@@ -126,6 +133,8 @@ describe('with tenant a set', () => {
       extraction_jobs: sql`insert into extraction_jobs (tenant_id, user_id, body_hash) values (${tenantB}, 'mallory', 'planted')`,
       erasures: sql`insert into erasures (tenant_id, subject_hash, scope, counts) values (${tenantB}, 'planted', 'user', '{}'::jsonb)`,
       tenant_settings: sql`insert into tenant_settings (tenant_id, settings) values (${tenantB}, '{"planted": true}'::jsonb)`,
+      webhook_endpoints: sql`insert into webhook_endpoints (tenant_id, url, events, secret_ciphertext) values (${tenantB}, 'https://evil.example.com', '{user.erased}', 'x')`,
+      webhook_deliveries: sql`insert into webhook_deliveries (tenant_id, endpoint_id, event, payload) values (${tenantB}, ${randomUUID()}, 'user.erased', '{}'::jsonb)`,
     };
     const error = await withTenant(database, tenantA, (tx) => tx.execute(statements[name])).then(
       () => undefined,
@@ -330,5 +339,9 @@ function plantedPredicate(name: TenantTable): string {
       return `subject_hash = 'planted'`;
     case 'tenant_settings':
       return `settings ? 'planted'`;
+    case 'webhook_endpoints':
+      return `url = 'https://evil.example.com'`;
+    case 'webhook_deliveries':
+      return `event = 'user.erased' and payload = '{}'::jsonb`;
   }
 }

@@ -158,7 +158,7 @@ export async function startTestApp(overrides: Record<string, string> = {}, optio
 }
 
 /** The embedded backend: a fresh in-memory PGlite per app, the in-process queue, no Redis. */
-async function startPgliteApp(overrides: Record<string, string>, options: StartOptions): Promise<TestApp> {
+export async function startPgliteApp(overrides: Record<string, string>, options: StartOptions): Promise<TestApp> {
   const { isolated: _isolated, ...runtimeOptions } = options;
   const database = await openPglite({ dataDir: undefined, loadDataDir: await migratedPgliteSnapshot() });
   const { DATABASE_URL: _db, REDIS_URL: _redis, ...rest } = overrides;
@@ -230,9 +230,11 @@ function callThrough(runtime: Runtime): TestApp['call'] {
     const response = await runtime.app.request(path, init);
     const text = await response.text();
     let parsed: unknown = text;
-    if (text && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
+    // JSON and problem+json, not NDJSON (an export stays text: one JSON value a line).
+    const json = /^application\/([\w.-]+\+)?json\b/.test(response.headers.get('content-type') ?? '');
+    if (text && json) parsed = JSON.parse(text);
     // Every JSON answer must be one openapi.yaml documents for this route and status.
-    if (!skipOpenApiCheck && /json/.test(response.headers.get('content-type') ?? '')) assertDocumentedResponse(method, path, response.status, parsed, response.headers);
+    if (!skipOpenApiCheck && json) assertDocumentedResponse(method, path, response.status, parsed, response.headers);
     return { status: response.status, headers: response.headers, body: parsed as any };
   };
 }
