@@ -13,12 +13,14 @@ import { TEMPLATE_DB, adminUrl, databaseUrl } from '../test/support/env.js';
  * (cloned from the migrated test template), for the event and portability benchmarks.
  */
 export interface BenchServer {
+  /** The database's name, to look at it afterwards with `close({ keepDatabase: true })`. */
+  database: string;
   base: string;
   config: Config;
   runtime: Runtime;
   owner: ReturnType<typeof postgres>;
   token(tenant: string, user: string, scope?: string): Promise<string>;
-  close(): Promise<void>;
+  close(options?: { keepDatabase?: boolean }): Promise<void>;
 }
 
 export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
@@ -36,17 +38,20 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const owner = postgres(databaseUrl(name), { max: 2, onnotice: () => {} });
   return {
+    database: name,
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     config,
     runtime,
     owner,
     token: (tenant, user, scope = 'memories:read memories:write memories:delete engram:admin') =>
       signDevToken({ secret, issuer: config.auth.issuer, audience: config.auth.audience, tenantClaim: config.auth.tenantClaim, tenant, user, scope, ttlSeconds: 3600 }),
-    async close() {
+    async close({ keepDatabase = false } = {}) {
+      // The clients' keep-alive sockets would hold close() open.
       if ('closeAllConnections' in server) server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await runtime.close();
       await owner.end();
+      if (keepDatabase) return;
       const drop = postgres(adminUrl(), { max: 1, onnotice: () => {} });
       await drop.unsafe(`drop database if exists ${name} with (force)`).finally(() => drop.end());
     },

@@ -17,19 +17,11 @@
  * server's (the clients' own work is a few JSON parses per request). The memories are made-up words
  * from a fixed seed, so every run sees the same text.
  */
-import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { serve } from '@hono/node-server';
-import pino from 'pino';
-import postgres from 'postgres';
-import { signDevToken } from '../src/auth/sign.js';
-import { loadConfig } from '../src/config.js';
-import { createRuntime } from '../src/runtime.js';
-import { TEMPLATE_DB, adminUrl, databaseUrl } from '../test/support/env.js';
+import { startBenchServer } from './bench-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -94,21 +86,9 @@ function summary(samples: number[]) {
 }
 
 async function main(): Promise<void> {
-  const name = `engram_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database ${name} template ${TEMPLATE_DB}`).catch(() => admin.unsafe(`create database ${name}`));
-  } finally {
-    await admin.end();
-  }
-  const secret = `bench-hostile-${randomUUID()}-${randomUUID()}`;
-  const config = loadConfig({ DATABASE_URL: databaseUrl(name), MIGRATE_ON_START: 'true', AUTH_JWT_SECRET: secret, LOG_LEVEL: 'silent' });
-  const runtime = await createRuntime(config, { logger: pino({ level: 'silent' }) });
-  const server = serve({ fetch: runtime.app.fetch, port: 0, hostname: '127.0.0.1' });
-  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const token = (tenant: string, user: string) =>
-    signDevToken({ secret, issuer: config.auth.issuer, audience: config.auth.audience, tenantClaim: config.auth.tenantClaim, tenant, user, scope: 'memories:read memories:write', ttlSeconds: 3600 });
+  const bench = await startBenchServer();
+  const { base } = bench;
+  const token = (tenant: string, user: string) => bench.token(tenant, user, 'memories:read memories:write');
   const attacker = await token('bench-attacker', 'mallory');
   const victim = await token('bench-victim', 'alice');
   const call = async (auth: string, method: string, route: string, body?: unknown) => {
@@ -131,8 +111,7 @@ async function main(): Promise<void> {
     };
     await load(attacker, attackerMemories);
     await load(victim, victimMemories);
-    const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
-    await owner.unsafe('vacuum (analyze) memories').finally(() => owner.end());
+    await bench.owner.unsafe('vacuum (analyze) memories');
 
     if (values['load-only']) return;
     const query = attackQuery();
@@ -221,16 +200,8 @@ async function main(): Promise<void> {
     );
     if (values.out) writeFileSync(values.out, `${JSON.stringify(figures, null, 2)}\n`);
   } finally {
-    const closed = new Promise((resolve) => server.close(resolve));
-    // The clients' keep-alive sockets would hold close() open.
-    if ('closeAllConnections' in server) server.closeAllConnections();
-    await closed;
-    await runtime.close();
-    if (values.keep) process.stdout.write(`database ${name} kept\n`);
-    else {
-      const drop = postgres(adminUrl(), { max: 1, onnotice: () => {} });
-      await drop.unsafe(`drop database if exists ${name} with (force)`).finally(() => drop.end());
-    }
+    await bench.close({ keepDatabase: values.keep });
+    if (values.keep) process.stdout.write(`database ${bench.database} kept\n`);
   }
 }
 
