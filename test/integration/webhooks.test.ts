@@ -92,10 +92,13 @@ describe('webhooks', () => {
     expect(receiver.received[8]!.data).toEqual({ erasure_id: erased.body.erasure_id, counts: expect.any(Object) });
     expect(JSON.stringify(receiver.received[8]!.data)).not.toContain('alice');
 
-    const deliveries = await call('GET', `/webhooks/${webhookId}/deliveries?limit=100`, admin);
-    expect(deliveries.status).toBe(200);
+    // The receiver hears an event before the worker records its 2xx: wait for the record.
+    const deliveries = await waitUntil('every delivery recorded', async () => {
+      const page = await call('GET', `/webhooks/${webhookId}/deliveries?limit=100`, admin);
+      expect(page.status).toBe(200);
+      return page.body.deliveries.every((d: { status: string }) => d.status === 'succeeded') ? page : undefined;
+    }, 15_000);
     expect(deliveries.body.deliveries).toHaveLength(9);
-    expect(deliveries.body.deliveries.every((d: { status: string }) => d.status === 'succeeded')).toBe(true);
   });
 
   it('retries a receiver that answers 500 three times, and delivers on the fourth attempt', async () => {
@@ -105,7 +108,10 @@ describe('webhooks', () => {
     await waitUntil('the fourth attempt', () => receiver.received.length === 1, 15_000);
     expect(receiver.requests.map((r) => r.status)).toEqual([500, 500, 500, 204]);
     expect(new Set(receiver.requests.map((r) => r.id)).size).toBe(1);
-    const [delivery] = (await call('GET', `/webhooks/${webhookId}/deliveries`, admin)).body.deliveries;
+    const delivery = await waitUntil('the success recorded', async () => {
+      const [row] = (await call('GET', `/webhooks/${webhookId}/deliveries`, admin)).body.deliveries;
+      return row?.status === 'pending' ? undefined : row;
+    }, 15_000);
     expect(delivery).toMatchObject({ event: 'memory.created', status: 'succeeded', attempts: 4, last_status_code: 204 });
   });
 
