@@ -80,6 +80,35 @@ export function entropyBits(s: string): number {
   return bits;
 }
 
+/** Issuer (IIN) ranges and lengths of the major networks: a Luhn-valid order number is not a card. */
+const ISSUERS: ReadonlyArray<[from: number, to: number, prefixLength: number, minLength: number, maxLength: number]> = [
+  [4, 4, 1, 13, 19], // Visa
+  [51, 55, 2, 16, 16], // Mastercard
+  [2221, 2720, 4, 16, 16], // Mastercard 2-series
+  [2200, 2204, 4, 16, 19], // Mir
+  [34, 34, 2, 15, 15], // American Express
+  [37, 37, 2, 15, 15],
+  [300, 305, 3, 14, 19], // Diners Club
+  [36, 36, 2, 14, 19],
+  [38, 39, 2, 16, 19],
+  [6011, 6011, 4, 16, 19], // Discover
+  [644, 649, 3, 16, 19],
+  [65, 65, 2, 16, 19],
+  [3528, 3589, 4, 16, 19], // JCB
+  [62, 62, 2, 16, 19], // UnionPay
+  [50, 50, 2, 12, 19], // Maestro
+  [56, 58, 2, 12, 19],
+  [63, 63, 2, 12, 19],
+  [67, 67, 2, 12, 19],
+];
+
+export function issuerKnown(digits: string): boolean {
+  return ISSUERS.some(([from, to, prefixLength, min, max]) => {
+    const prefix = Number(digits.slice(0, prefixLength));
+    return digits.length >= min && digits.length <= max && prefix >= from && prefix <= to;
+  });
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -166,16 +195,6 @@ export const DETECTORS: readonly Detector[] = [
     accept: ibanValid,
   },
   {
-    kind: 'card',
-    mayOccur: (_text, shape) => shape.digitRun >= 13,
-    // 13 to 19 digits, in groups or not, starting as issuers' numbers do (2-6).
-    pattern: /(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d])/g,
-    accept: (match) => {
-      const digits = digitsOf(match);
-      return digits.length >= 13 && digits.length <= 19 && luhnValid(digits);
-    },
-  },
-  {
     kind: 'ssn',
     mayOccur: (_text, shape) => shape.digitRun >= 9,
     pattern: /(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])/g,
@@ -195,6 +214,17 @@ export const DETECTORS: readonly Detector[] = [
       // "a::b" is a valid address but far likelier a scope operator: ask for some substance.
       const groups = match.split(':').filter((g) => g !== '');
       return (groups.length >= 3 || (groups.length === 2 && groups.some((g) => g.length >= 3))) && isIPv6(match);
+    },
+  },
+  {
+    kind: 'card',
+    mayOccur: (_text, shape) => shape.digitRun >= 13,
+    // Only the groupings cards are printed in: contiguous, 4-4-4-4(-1..3), 4-6-5 / 4-6-4 (Amex,
+    // Diners), one separator throughout, so a card never spans an SSN, a date or an address.
+    pattern: /(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5})(?!\d)/g,
+    accept: (match) => {
+      const digits = digitsOf(match);
+      return issuerKnown(digits) && luhnValid(digits);
     },
   },
   {

@@ -19,6 +19,8 @@ const POSITIVES: Array<[PiiKind, string, string]> = [
   ['card', 'Visa 4111 1111 1111 1111 exp 12/29', '4111 1111 1111 1111'],
   ['card', 'card 5555-5555-5555-4444', '5555-5555-5555-4444'],
   ['card', 'amex 378282246310005', '378282246310005'],
+  ['card', 'amex 3782 822463 10005 on file', '3782 822463 10005'],
+  ['card', 'mc 2221000000000009 new', '2221000000000009'],
   ['iban', 'IBAN DE89 3704 0044 0532 0130 00 thanks', 'DE89 3704 0044 0532 0130 00'],
   ['iban', 'pay GB82WEST12345698765432', 'GB82WEST12345698765432'],
   ['iban', 'FR1420041010050500013M02606 is mine', 'FR1420041010050500013M02606'],
@@ -51,6 +53,7 @@ const POSITIVES: Array<[PiiKind, string, string]> = [
 const NEAR_MISSES: string[] = [
   'Order number 12345678 ships Monday',
   'Order #4111111111111112 failed the checksum',
+  'Order number 2024121500001237 ships Monday',
   'Invoice INV-2024-000123 is paid',
   'Meeting on 2024-05-17 at 10:30:00',
   'Born 17/05/1990, moved 05.06.2001',
@@ -89,6 +92,18 @@ describe('PII redactor: look-alikes survive', () => {
   it.each(NEAR_MISSES)('%j', (text) => {
     const out = redactPii(text);
     expect(out).toEqual({ text, kinds: [] });
+  });
+});
+
+/** Findings next to each other: each kind takes exactly its own span, nothing of one is left behind. */
+const EXACT: Array<[string, string]> = [
+  ['SSN 536-90-4399 2001:db8::beef', 'SSN [SSN] [IP]'],
+  ['4111 1111 1111 1111 123-45-6789', '[CARD] [SSN]'],
+];
+
+describe('PII redactor: adjacent findings keep their own kinds', () => {
+  it.each(EXACT)('%j', (text, expected) => {
+    expect(redactPii(text).text).toBe(expected);
   });
 });
 
