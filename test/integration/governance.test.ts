@@ -443,6 +443,25 @@ describe('retention', () => {
     expect(erased.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(2);
   });
 
+  it('counts in /metrics the expired memories a write erases first, on a direct add and on a job', async () => {
+    const { token } = await tenantWith(undefined);
+    const expiredTotal = async () =>
+      parseMetrics((await offline.call('GET', '/metrics')).body as string).find((s) => s.name === 'engram_memories_expired_total')?.value ?? 0;
+    // Expired by the app's clock only: the worker's sweep (on real time) cannot take them first.
+    await offline.call('POST', '/memories', { token, body: { memories: [{ content: 'Short-lived 1', ttl_days: 1 }, { content: 'Short-lived 2', ttl_days: 1 }] } });
+    const before = await expiredTotal();
+    clockOffsetMs = 2 * DAY_MS;
+    expect((await offline.call('POST', '/memories', { token, body: { memories: [{ content: 'Written later', ttl_days: 1 }] } })).status).toBe(201);
+    expect(await expiredTotal()).toBe(before + 2);
+
+    // The worker applies a job on real time: this one expired a minute ago.
+    clockOffsetMs = 0;
+    const past = new Date(Date.now() - 60_000).toISOString();
+    await offline.call('POST', '/memories', { token, body: { memories: [{ content: 'Expired before the job', expires_at: past }] } });
+    expect((await waitForJob(offline, token, await postExtract(offline, token, said('I live in Lyon.')))).status).toBe('succeeded');
+    expect(await expiredTotal()).toBe(before + 3);
+  });
+
   it('runs in the worker on its interval and shows in /metrics', async () => {
     const app = await startTestApp({ RETENTION_SWEEP_INTERVAL_MS: '100' }, { isolated: true });
     try {
