@@ -104,6 +104,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       if (job.attempts === 1) metrics.observeQueueWait(Date.now() - job.createdAt.getTime());
     },
     onLeaseExpired: () => metrics.observeLeaseExpiry(EXTRACTION_KIND),
+    onMemoriesExpired: (n) => metrics.observeMemoriesExpired(n),
   };
   registerExtractionJobs(queue, pipeline, { observeJob: (outcome, ms) => metrics.observeJob(outcome, ms) });
   queue.schedule(

@@ -28,6 +28,8 @@ export interface PipelineDeps {
   onJobClaimed?: (job: { attempts: number; createdAt: Date }) => void;
   /** Told when an attempt takes over a job whose previous worker's lease lapsed (metrics). */
   onLeaseExpired?: () => void;
+  /** Told, once committed, how many expired memories of the user a job's write erased (metrics). */
+  onMemoriesExpired?: (count: number) => void;
 }
 
 export type { JobError };
@@ -216,9 +218,10 @@ async function applyUnderLock(
   preDecided: Decision | undefined,
   governed: { settings: Settings; skipped: SkippedCounts },
 ): Promise<JobResult | undefined | typeof STALE> {
-  return withTenant(deps.database, job.tenantId, async (tx) => {
+  let expiredErased = 0;
+  const outcome = await withTenant(deps.database, job.tenantId, async (tx) => {
     await memoryRepo.lockUser(tx, job.tenantId, job.userId);
-    await eraseExpiredOfUser(tx, job.tenantId, job.userId, now);
+    expiredErased = await eraseExpiredOfUser(tx, job.tenantId, job.userId, now);
     const current = await jobsRepo.lockJob(tx, job.tenantId, job.id);
     // Erased meanwhile, finished by another delivery, or taken over after this attempt's lease
     // lapsed: apply nothing.
@@ -286,8 +289,9 @@ async function applyUnderLock(
         jobId: job.id,
         now,
       });
-      counts.added += stored.length;
-      memoryIds.push(...stored.map((m) => m.id));
+      expiredErased += stored.expiredErased;
+      counts.added += stored.memories.length;
+      memoryIds.push(...stored.memories.map((m) => m.id));
     }
 
     for (const op of payload.infer ? operations : []) {
@@ -366,6 +370,8 @@ async function applyUnderLock(
     await jobsRepo.markSucceeded(tx, job.tenantId, job.id, result, deps.config.jobs.transcriptRetentionHours === 0);
     return result;
   });
+  if (expiredErased > 0) deps.onMemoriesExpired?.(expiredErased);
+  return outcome;
 }
 
 function usageDto(usage: Usage): JobResult['usage'] {

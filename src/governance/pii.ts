@@ -36,6 +36,11 @@ interface Detector {
   pattern: RegExp;
   /** A second look at a match (checksums, shape) the pattern cannot express. */
   accept?: (match: string) => boolean;
+  /**
+   * The part of a match to replace, [start, end), when not all of it (a key's name is kept, words
+   * after an IBAN are not part of it); undefined: none of it.
+   */
+  span?: (match: string, groups: string[]) => [number, number] | undefined;
 }
 
 const digitsOf = (s: string): string => s.replace(/\D/g, '');
@@ -54,10 +59,15 @@ export function luhnValid(digits: string): boolean {
   return digits.length > 0 && sum % 10 === 0;
 }
 
+/** Countries that issue IBANs: a checksum alone passes one random token in 97. */
+const IBAN_COUNTRIES = new Set(
+  'AD AE AL AT AZ BA BE BG BH BI BR BY CH CR CY CZ DE DJ DK DO EE EG ES FI FK FO FR GB GE GI GL GR GT HR HU IE IL IQ IS IT JO KW KZ LB LC LI LT LU LV LY MC MD ME MK MN MR MT MU NI NL NO OM PK PL PS PT QA RO RS RU SA SC SD SE SI SK SM SO ST SV TL TN TR UA VA VG XK YE'.split(' '),
+);
+
 /** ISO 13616: the country and check digits moved to the end, letters as 10..35, mod 97 is 1. */
 export function ibanValid(candidate: string): boolean {
   const iban = candidate.replace(/\s/g, '').toUpperCase();
-  if (iban.length < 15 || iban.length > 34 || !/^[A-Z]{2}\d{2}[A-Z0-9]+$/.test(iban)) return false;
+  if (iban.length < 15 || iban.length > 34 || !/^[A-Z]{2}\d{2}[A-Z0-9]+$/.test(iban) || !IBAN_COUNTRIES.has(iban.slice(0, 2))) return false;
   const moved = iban.slice(4) + iban.slice(0, 4);
   let remainder = 0;
   for (const ch of moved) {
@@ -78,6 +88,35 @@ export function entropyBits(s: string): number {
     bits -= p * Math.log2(p);
   }
   return bits;
+}
+
+/** Issuer (IIN) ranges and lengths of the major networks: a Luhn-valid order number is not a card. */
+const ISSUERS: ReadonlyArray<[from: number, to: number, prefixLength: number, minLength: number, maxLength: number]> = [
+  [4, 4, 1, 13, 19], // Visa
+  [51, 55, 2, 16, 16], // Mastercard
+  [2221, 2720, 4, 16, 16], // Mastercard 2-series
+  [2200, 2204, 4, 16, 19], // Mir
+  [34, 34, 2, 15, 15], // American Express
+  [37, 37, 2, 15, 15],
+  [300, 305, 3, 14, 19], // Diners Club
+  [36, 36, 2, 14, 19],
+  [38, 39, 2, 16, 19],
+  [6011, 6011, 4, 16, 19], // Discover
+  [644, 649, 3, 16, 19],
+  [65, 65, 2, 16, 19],
+  [3528, 3589, 4, 16, 19], // JCB
+  [62, 62, 2, 16, 19], // UnionPay
+  [50, 50, 2, 12, 19], // Maestro
+  [56, 58, 2, 12, 19],
+  [63, 63, 2, 12, 19],
+  [67, 67, 2, 12, 19],
+];
+
+export function issuerKnown(digits: string): boolean {
+  return ISSUERS.some(([from, to, prefixLength, min, max]) => {
+    const prefix = Number(digits.slice(0, prefixLength));
+    return digits.length >= min && digits.length <= max && prefix >= from && prefix <= to;
+  });
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -127,6 +166,7 @@ export function shapeOf(text: string): TextShape {
   return { digits, digitRun, tokenRun };
 }
 
+const KEY_NAME_HINT = /(?:secret|passw|pwd|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credential)[\w.-]{0,40}?\s{0,3}[=:]/i;
 const KEY_PREFIX_HINT = /sk-|[sprk]k_(?:live|test)_|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|AIza|hf_|npm_|SG\.|whsec_/;
 
 export const DETECTORS: readonly Detector[] = [
@@ -155,6 +195,14 @@ export const DETECTORS: readonly Detector[] = [
     pattern: /\bBearer\s+[\w.~+/-]{16,4000}=*/gi,
   },
   {
+    kind: 'secret',
+    // A value assigned to a key-like name (aws_secret_access_key=…, password: …): the value goes,
+    // the name stays. A plain word ("secret: chocolate") is not a credential.
+    mayOccur: (text) => KEY_NAME_HINT.test(text),
+    pattern: /(?<![\w.-])([\w.-]{0,40}?(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credentials?)[\w.-]{0,40}?\s{0,3}[=:]\s{0,3}["']?)((?!\[)[^\s"'`,;]{8,4000})/gi,
+    span: (match, [name = '', value = '']) => (/[^A-Za-z]/.test(value) ? [name.length, match.length] : undefined),
+  },
+  {
     kind: 'email',
     mayOccur: (text) => text.includes('@'),
     pattern: /(?<![\w.%+-])[\w.%+-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.){1,8}[A-Za-z]{2,24}(?![\w-])/g,
@@ -162,17 +210,13 @@ export const DETECTORS: readonly Detector[] = [
   {
     kind: 'iban',
     mayOccur: (_text, shape) => shape.digits >= 8 && shape.tokenRun >= 4,
-    pattern: /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])/g,
-    accept: ibanValid,
-  },
-  {
-    kind: 'card',
-    mayOccur: (_text, shape) => shape.digitRun >= 13,
-    // 13 to 19 digits, in groups or not, starting as issuers' numbers do (2-6).
-    pattern: /(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d])/g,
-    accept: (match) => {
-      const digits = digitsOf(match);
-      return digits.length >= 13 && digits.length <= 19 && luhnValid(digits);
+    // Either case ("fr14 2004 …" is as much an IBAN); a trailing short word ("… 606 is") is not part of it.
+    pattern: /(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?(?![A-Za-z0-9])/g,
+    span: (match) => {
+      for (let end = match.length; end > 0; end = match.lastIndexOf(' ', end - 1)) {
+        if (ibanValid(match.slice(0, end))) return [0, end];
+      }
+      return undefined;
     },
   },
   {
@@ -182,19 +226,33 @@ export const DETECTORS: readonly Detector[] = [
   },
   {
     kind: 'ip',
+    // At least two colons around hex digits, or "::".
+    mayOccur: (text) => text.includes('::') || /[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:/.test(text),
+    // Before dotted quads, so an IPv4-mapped address (::ffff:192.0.2.128) goes whole.
+    pattern: /(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?::(?:\d{1,3}\.){3}\d{1,3})?(?![\w:]|\.\d)/g,
+    accept: (match) => {
+      if (!isIPv6(match)) return false;
+      if (match === '::1' || match.includes('.')) return true;
+      // "a::b" is a valid address but far likelier a scope operator: ask for some substance.
+      const groups = match.split(':').filter((g) => g !== '');
+      return groups.length >= 3 || (groups.length === 2 && groups.some((g) => g.length >= 3));
+    },
+  },
+  {
+    kind: 'ip',
     mayOccur: (text, shape) => shape.digits >= 4 && text.includes('.'),
     // Dotted quads; a fifth part (1.2.3.4.5) or a leading letter (v1.2.3.4) makes it something else.
     pattern: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?!\.?\d|\w)/g,
   },
   {
-    kind: 'ip',
-    // At least two colons around hex digits, or "::".
-    mayOccur: (text) => text.includes('::') || /[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:/.test(text),
-    pattern: /(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])/g,
+    kind: 'card',
+    mayOccur: (_text, shape) => shape.digitRun >= 13,
+    // Only the groupings cards are printed in: contiguous, 4-4-4-4(-1..3), 4-6-5 / 4-6-4 (Amex,
+    // Diners), one separator throughout, so a card never spans an SSN, a date or an address.
+    pattern: /(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5})(?!\d)/g,
     accept: (match) => {
-      // "a::b" is a valid address but far likelier a scope operator: ask for some substance.
-      const groups = match.split(':').filter((g) => g !== '');
-      return (groups.length >= 3 || (groups.length === 2 && groups.some((g) => g.length >= 3))) && isIPv6(match);
+      const digits = digitsOf(match);
+      return issuerKnown(digits) && luhnValid(digits);
     },
   },
   {
@@ -210,8 +268,9 @@ export const DETECTORS: readonly Detector[] = [
   {
     kind: 'phone',
     mayOccur: (_text, shape) => shape.digits >= 10,
-    // North American: (555) 123-4567, 555-123-4567, 555.123.4567, 555 123 4567.
-    pattern: /(?<![\w-])(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-])/g,
+    // North American: (555) 123-4567, 555-123-4567, 555.123.4567, 555 123 4567, with the country
+    // code or trunk prefix that may lead it (1-800-555-0100, 1 415 555 0132, 0 800 123 4567).
+    pattern: /(?<![\w-])(?:[01][-. ])?(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-])/g,
   },
   {
     kind: 'phone',
@@ -226,7 +285,8 @@ export const DETECTORS: readonly Detector[] = [
   {
     kind: 'secret',
     mayOccur: (_text, shape) => shape.tokenRun >= 32,
-    pattern: /(?<![\w+/=-])[\w+/-]{32,4000}={0,2}(?![\w+/=-])/g,
+    // May follow an "=" (name=value), never continue a longer token.
+    pattern: /(?<![\w+/-])[\w+/-]{32,4000}={0,2}(?![\w+/=-])/g,
     accept: looksRandom,
   },
 ];
@@ -246,10 +306,17 @@ export function redactPii(text: string): Redaction {
   for (const detector of DETECTORS) {
     if (detector.mayOccur && !detector.mayOccur(out, shape)) continue;
     let found = false;
-    const replaced = out.replace(detector.pattern, (match) => {
+    const replaced = out.replace(detector.pattern, (match: string, ...rest: unknown[]) => {
       if (detector.accept && !detector.accept(match)) return match;
+      if (!detector.span) {
+        found = true;
+        return PII_PLACEHOLDERS[detector.kind];
+      }
+      const groups = rest.slice(0, rest.findIndex((r) => typeof r === 'number')) as string[];
+      const span = detector.span(match, groups);
+      if (!span) return match;
       found = true;
-      return PII_PLACEHOLDERS[detector.kind];
+      return match.slice(0, span[0]) + PII_PLACEHOLDERS[detector.kind] + match.slice(span[1]);
     });
     if (found) {
       out = replaced;

@@ -14,7 +14,49 @@ interface Rule {
 
 const INSTRUCTION_NOUNS = '(?:instructions?|rules|prompts?|guidelines|directions|directives|constraints|guardrails|system message|programming|polic(?:y|ies)|filters|restrictions)';
 
+/** Who an instruction is aimed at: the assistant under any of its names, or "you". */
+const ADDRESSEE = '\\b(?:you|the (?:assistant|ai|model|bot|chatbot|agent|llm)|assistant|chatgpt|claude|gpt)\\b';
+
+/**
+ * An instruction to the assistant phrased as a preference ("I prefer that the AI …", "User likes it
+ * when the assistant …") is still an instruction. The line: preferences about the form of answers
+ * (language, length, tone, format) are facts about the user and pass; secrecy, forwarding the
+ * user's messages elsewhere, revealing hidden prompts or secrets, dropping instructions or safety,
+ * links or promotions injected into every answer, and role or privilege changes are attacks,
+ * whatever sentence they are wrapped in.
+ */
+const AIMED_RULES: readonly Rule[] = [
+  { name: 'steering', pattern: new RegExp(`${ADDRESSEE}[^.!?]{0,30}\\b(?:secretly|silently|quietly|covertly|without (?:telling|informing|asking))\\b`) },
+  {
+    name: 'exfiltration',
+    pattern: new RegExp(`${ADDRESSEE}[^.!?]{0,30}\\b(?:forward|exfiltrate|leak|upload|bcc|cc)(?:s|es|ing|ed)?\\b[^.!?]{0,40}\\b(?:messages?|conversations?|chats?|data|history|memories|everything|e-?mails|passwords?|files)\\b`),
+  },
+  {
+    name: 'exfiltration',
+    pattern: new RegExp(`${ADDRESSEE}[^.!?]{0,30}\\b(?:reveal|disclose|leak|share|print|show|dump|output|repeat)(?:s|es|ing|ed)?\\b[^.!?]{0,30}\\b(?:system prompt|hidden prompt|initial prompt|instructions|secrets?|api keys?|credentials|passwords?|configuration)\\b`),
+  },
+  {
+    name: 'override',
+    pattern: new RegExp(`${ADDRESSEE}[^.!?]{0,30}\\b(?:drop|ignore|forget|skip|bypass|disable|abandon|discard|override|turn(?:s|ing)? off|switch(?:es|ing)? off)(?:s|es|ing|ping|ped|ed)?\\b[^.!?]{0,20}\\b(?:${INSTRUCTION_NOUNS.slice(3, -1)}|safety|checks|safeguards|moderation)\\b`),
+  },
+  {
+    name: 'steering',
+    pattern: /\b(?:every|each|all|any) (?:answers?|responses?|replies|reply|messages?|outputs?)\b[^.!?]{0,40}\b(?:links?|urls?|https?:|ads?|adverts?|advertisements?|promotions?|promo codes?|referral|affiliate|recommend(?:s|ation)?)\b/,
+  },
+  { name: 'persona', pattern: /\bgrant(?:s|ing)? (?:the user|users?|me|them|him|her|everyone)\b[^.!?]{0,10}\b(?:admin|administrator|root|superuser|elevated|full access)\b/ },
+  {
+    name: 'persona',
+    pattern: new RegExp(`${ADDRESSEE}[^.!?]{0,20}\\b(?:becomes?|turns? into|acts? as|pretends? to be|plays? the role of)\\b[^.!?]{0,30}\\b(?:admin|administrator|root|developer|system|unrestricted|unfiltered|jailbroken|without (?:rules|restrictions|limits|filters))\\b`),
+  },
+  // A role label in mid-sentence followed by an order: "My name is SYSTEM: grant …".
+  {
+    name: 'impersonation',
+    pattern: /\b(?:system|developer|tool|function|admin(?:istrator)?|assistant|root)\s*:\s*["']?(?:grant|give|ignore|reveal|allow|enable|disable|send|forward|always|never|do|execute|run|override|set|you|the (?:assistant|ai|model|user)|new)\b/,
+  },
+];
+
 const RULES: readonly Rule[] = [
+  ...AIMED_RULES,
   {
     name: 'override',
     pattern: new RegExp(

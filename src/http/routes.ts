@@ -142,8 +142,8 @@ exposition format, all named \`engram_*\`:
   \`engram_queue_sweeper_requeues_total\` by \`kind\`: jobs the queue could not take at
   acceptance, jobs taken over from a worker that stopped renewing its lease, and due jobs
   the sweeper sent again;
-- \`engram_memories_expired_total\`: memories past their \`expires_at\` that the retention
-  sweep erased with their history;
+- \`engram_memories_expired_total\`: memories past their \`expires_at\` erased with their
+  history, by the retention sweep or by a write for their user (which erases them first);
 - \`engram_model_calls_total\` and \`engram_model_call_duration_seconds\` by \`kind\` (\`chat\`,
   \`embedding\`), \`model\` and \`outcome\` (\`ok\`, \`invalid_output\`, \`timeout\`,
   \`rate_limited\`, \`unavailable\`, \`rejected\`, \`aborted\`, \`error\`), and

@@ -49,7 +49,8 @@ export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): P
   const stored = await withTenant(ctx.services.database, tenantId, (tx) =>
     storeAsGiven(tx, { tenantId, userId, rows, actor: actorOf(ctx), jobId: null, now }),
   );
-  return stored.map(toMemoryDto);
+  if (stored.expiredErased > 0) ctx.services.metrics?.observeMemoriesExpired(stored.expiredErased);
+  return stored.memories.map(toMemoryDto);
 }
 
 export async function listMemories(ctx: RequestContext, query: ListMemoriesQuery): Promise<{ memories: MemoryDto[]; next_cursor: string | null }> {
@@ -138,6 +139,12 @@ export function supersededAt(old: { occurredAt: Date }, newerBegan: Date, now: D
   return new Date(Math.min(now.getTime(), Math.max(old.occurredAt.getTime(), newerBegan.getTime())));
 }
 
+/** The stored rows, and how many expired memories of the user the write erased first (for metrics, once committed). */
+export interface StoredAsGiven {
+  memories: Array<MemoryFields & { contentHash: string }>;
+  expiredErased: number;
+}
+
 export interface StoreAsGivenInput {
   tenantId: string;
   userId: string;
@@ -154,10 +161,10 @@ export interface StoreAsGivenInput {
  * history stay; within a batch a later repeat supersedes an earlier one the same way. There is
  * never more than one current memory per fact. The caller's transaction is tenant-bound.
  */
-export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<Array<MemoryFields & { contentHash: string }>> {
+export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<StoredAsGiven> {
   const { tenantId, userId, now } = input;
   await repo.lockUser(tx, tenantId, userId);
-  await eraseExpiredOfUser(tx, tenantId, userId, now);
+  const expiredErased = await eraseExpiredOfUser(tx, tenantId, userId, now);
   const ids = input.rows.map(() => randomUUID());
   const lastIndexOfHash = new Map<string, number>();
   input.rows.forEach((row, index) => lastIndexOfHash.set(row.contentHash, index));
@@ -195,5 +202,5 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<Ar
     }
   }
   await repo.insertEvents(tx, events);
-  return rows.map((row) => byId.get(row.id)!);
+  return { memories: rows.map((row) => byId.get(row.id)!), expiredErased };
 }

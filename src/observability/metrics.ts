@@ -173,7 +173,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
 
   const memoriesExpired = new Counter({
     name: 'engram_memories_expired_total',
-    help: 'Memories past their expires_at that the retention sweep erased, with their history.',
+    help: 'Memories past their expires_at erased with their history, by the retention sweep or by a write for their user.',
     registers: [registry],
   });
 

@@ -25,6 +25,8 @@ export interface Services {
 
 export interface ServiceMetrics {
   observeRecall(durationMs: number, candidates: number): void;
+  /** Expired memories erased on the write path (a write erases its user's expired rows first). */
+  observeMemoriesExpired(count: number): void;
 }
 
 /** What a use case needs for one request: the services and who is asking. */
