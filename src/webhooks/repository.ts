@@ -78,7 +78,7 @@ export async function listDeliveries(tx: Db, tenantId: string, endpointId: strin
         from webhook_deliveries
         where tenant_id = ${tenantId} and endpoint_id = ${endpointId}
           ${beforeSeq === undefined ? sql`` : sql`and seq < ${beforeSeq}::bigint`}
-        order by seq desc
+        order by webhook_deliveries.seq desc -- the column, not the text alias: "9" sorts after "33"
         limit ${limit}`,
   );
   return rows.map((r) => ({ ...r, created_at: asDate(r.created_at), delivered_at: r.delivered_at ? asDate(r.delivered_at) : null }));

@@ -126,7 +126,7 @@ export async function checkWebhookTarget(raw: string, allowPrivate: boolean): Pr
     try {
       addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
     } catch {
-      throw new WebhookUrlError('its host name does not resolve');
+      throw new WebhookUrlError('must name a host that resolves');
     }
   }
   for (const address of addresses) {

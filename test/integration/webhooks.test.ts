@@ -203,6 +203,29 @@ describe('webhook administration', () => {
     }
   });
 
+  it('lists every delivery newest first, page by page, across a change in the number of digits of seq', async () => {
+    const { token, admin, webhookId } = await tenantWithHook(['memory.created']);
+    // Move the outbox sequence just short of a power of ten, so this endpoint's seq values go from n to n+1 digits.
+    const [{ last }] = await app.owner`select last_value::text as last from webhook_delivery_seq`;
+    let boundary = 10n ** BigInt(String(BigInt(last) + 1n).length);
+    if (boundary - 6n <= BigInt(last)) boundary *= 10n;
+    await app.owner`select setval('webhook_delivery_seq', ${String(boundary - 6n)}::bigint)`;
+    const added = await call('POST', '/memories', token, { memories: Array.from({ length: 12 }, (_, i) => ({ content: `Alice fact number ${i}` })) });
+    expect(added.status).toBe(201);
+    const seen: Array<{ id: string; created_at: string }> = [];
+    let cursor: string | null = null;
+    do {
+      const page = await call('GET', `/webhooks/${webhookId}/deliveries?limit=5${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, admin);
+      expect(page.status).toBe(200);
+      seen.push(...page.body.deliveries);
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toHaveLength(12);
+    expect(new Set(seen.map((d) => d.id)).size).toBe(12);
+    const times = seen.map((d) => Date.parse(d.created_at));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+  });
+
   it('needs engram:admin, hides secrets, and is per tenant', async () => {
     const { admin, token, webhookId } = await tenantWithHook(['memory.created']);
     expect((await call('GET', '/webhooks', token)).status).toBe(403);
