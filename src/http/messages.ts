@@ -43,6 +43,8 @@ export function houseMessage(issue: RawIssue): string | undefined {
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
     case 'invalid_format':
       return `must be ${FORMATS[issue.format] ?? `a valid ${issue.format}`}`;
+    case 'unrecognized_keys':
+      return `unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
     case 'not_multiple_of':
       return `must be a multiple of ${String(issue.divisor)}`;
     default:

@@ -96,7 +96,10 @@ are not imported. Each line is validated on its own: a bad one is reported in \`
 number (1-based) and the others go on. Content is embedded again with this service's embedder,
 in batches. A line the user already holds (the same content; for a superseded one, also the same
 \`valid_to\`) is skipped, so importing a file twice stores nothing the second time. Kept: content,
-importance, category, metadata, \`agent_id\`, \`run_id\`, \`occurred_at\`, \`valid_to\`, \`expires_at\`.`,
+importance, category, metadata, \`agent_id\`, \`run_id\`, \`occurred_at\` (the time of the import when a
+line has none), \`valid_to\` (not before \`occurred_at\`), \`expires_at\`. A field that is neither kept
+nor one of an export's (\`id\`, \`user_id\`, \`created_at\`, \`updated_at\`, \`events\`) makes the line an
+error, so nothing a file asks for is silently dropped.`,
   scope: SCOPES.write,
   request: {
     query: importQuery,

@@ -35,17 +35,27 @@ export const importResult = z
  * One line of an import: an exported Memory. Ids, user, timestamps of the source and its history
  * are accepted and ignored (the target assigns its own); the fields that make the memory are kept.
  */
-export const importLine = z.object({
-  content: memoryContent,
-  importance: importance.default(5),
-  category: category.nullable().default(null),
-  metadata: metadataObject.default({}),
-  occurred_at: isoDateTime,
-  valid_to: isoDateTime.nullable().default(null),
-  expires_at: isoDateTime.nullable().default(null),
-  agent_id: idText.nullable().default(null),
-  run_id: idText.nullable().default(null),
-});
+/** Fields of an exported Memory that describe the source, not the fact: accepted, not imported. */
+const SOURCE_FIELDS = { id: z.unknown(), user_id: z.unknown(), created_at: z.unknown(), updated_at: z.unknown(), events: z.unknown() };
+
+export const importLine = z
+  .strictObject({
+    content: memoryContent,
+    importance: importance.default(5),
+    category: category.nullable().default(null),
+    metadata: metadataObject.default({}),
+    // As on POST /memories: a line that does not say when defaults to the time of the import.
+    occurred_at: isoDateTime.optional(),
+    valid_to: isoDateTime.nullable().default(null),
+    expires_at: isoDateTime.nullable().default(null),
+    agent_id: idText.nullable().default(null),
+    run_id: idText.nullable().default(null),
+    ...Object.fromEntries(Object.entries(SOURCE_FIELDS).map(([key, schema]) => [key, schema.optional()])),
+  })
+  .refine((line) => !line.valid_to || !line.occurred_at || Date.parse(line.valid_to) >= Date.parse(line.occurred_at), {
+    path: ['valid_to'],
+    message: 'must not be before occurred_at',
+  });
 type ImportLine = z.output<typeof importLine>;
 
 /** Rows per export query, and lines per embedding call and insert on import. */
@@ -174,7 +184,7 @@ async function storeBatch(ctx: RequestContext, userId: string, batch: Array<{ li
         importance: k.value.importance,
         category: k.value.category,
         metadata: k.value.metadata,
-        occurredAt: new Date(k.value.occurred_at),
+        occurredAt: k.value.occurred_at ? new Date(k.value.occurred_at) : now,
         expiresAt: k.value.expires_at ? new Date(k.value.expires_at) : null,
         validTo: k.validTo ? new Date(k.validTo) : null,
         createdAt: now,

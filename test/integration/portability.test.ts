@@ -85,6 +85,29 @@ describe('import', () => {
     expect(recalled.body.memories.map((m: { content: string }) => m.content)).toContain('Fay speaks Finnish');
   });
 
+  it('dates a line without occurred_at at the import, and refuses unknown fields and a valid_to before occurred_at', async () => {
+    const tenant = uniqueTenant('import');
+    const token = await tokenFor({ tenant, user: 'hal' });
+    const before = Date.now();
+    const result = await importInto(
+      token,
+      ndjson([
+        { content: 'Hal keeps bees' },
+        { content: 'Hal rows', ttl_days: 3 },
+        { content: 'Hal lived in Oslo', occurred_at: '2024-01-01T00:00:00.000Z', valid_to: '2020-01-01T00:00:00.000Z' },
+        { id: 'x', user_id: 'someone', created_at: 'then', updated_at: 'then', events: [], content: 'Hal sails', occurred_at: '2023-01-01T00:00:00.000Z' },
+      ]),
+    );
+    expect(result.status).toBe(200);
+    expect(result.body.imported).toBe(2);
+    expect(result.body.errors).toEqual([
+      { line: 2, message: expect.stringMatching(/unknown field "ttl_days"/) },
+      { line: 3, message: expect.stringMatching(/^\/valid_to: must not be before occurred_at/) },
+    ]);
+    const [bees] = (await exportOf(token, '')).lines.filter((l) => l.content === 'Hal keeps bees');
+    expect(Date.parse(bees!.occurred_at as string)).toBeGreaterThanOrEqual(before - 1000);
+  });
+
   it('refuses another media type and a body over MAX_IMPORT_BYTES', async () => {
     const tenant = uniqueTenant('import');
     const token = await tokenFor({ tenant, user: 'gus' });
