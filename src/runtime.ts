@@ -77,7 +77,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const { secret, generatedAt } = resolveJwtSecret(config);
   const verifier = createTokenVerifier({ ...config.auth, jwtSecret: secret });
   const metrics = createMetrics();
-  const providers: Providers = { ...createProviders(config.llm, (call) => metrics.observeModelCall(call), embedder), ...options.providers };
+  const providers: Providers = { ...(await createProviders(config.llm, (call) => metrics.observeModelCall(call), embedder)), ...options.providers };
   // The local model takes about a second to load: in the background now, not in the first request.
   providers.embedder.warmUp?.();
   const queue = await createQueue(config, logger, metrics);
