@@ -16,7 +16,6 @@ import { memoryExpirySweep } from './governance/retention.js';
 import { registerSettingsRoutes } from './settings/routes.js';
 import { buildApp, type ReadinessCheck } from './http/app.js';
 import { createRateLimiter } from './http/rate-limit.js';
-import { BullJobQueue } from './queue/bullmq.js';
 import { registerQueueDashboard } from './queue/dashboard.js';
 import { DatabaseJobQueue } from './queue/database.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
@@ -51,10 +50,14 @@ export interface RuntimeOptions {
   providers?: Partial<Providers>;
 }
 
-/** BullMQ when Redis is configured, else the database-backed runner; both over the kinds' job rows. */
-export function createQueue(config: Config, logger: Logger, metrics?: Metrics): JobQueue {
-  if (config.redisUrl) return new BullJobQueue({ config, logger, ...(metrics ? { observer: metrics.queueObserver } : {}) });
-  return new DatabaseJobQueue({ config, logger });
+/**
+ * BullMQ when Redis is configured, else the database-backed runner; both over the kinds' job rows.
+ * BullMQ and ioredis load only then: without Redis (the embedded start) they would hold ~30 MiB.
+ */
+export async function createQueue(config: Config, logger: Logger, metrics?: Metrics): Promise<JobQueue> {
+  if (!config.redisUrl) return new DatabaseJobQueue({ config, logger });
+  const { BullJobQueue } = await import('./queue/bullmq.js');
+  return new BullJobQueue({ config, logger, ...(metrics ? { observer: metrics.queueObserver } : {}) });
 }
 
 /** Builds every long-lived part once; main.ts and the worker entry run it, tests drive it in-process. */
@@ -74,10 +77,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const { secret, generatedAt } = resolveJwtSecret(config);
   const verifier = createTokenVerifier({ ...config.auth, jwtSecret: secret });
   const metrics = createMetrics();
-  const providers: Providers = { ...createProviders(config.llm, (call) => metrics.observeModelCall(call), embedder), ...options.providers };
+  const providers: Providers = { ...(await createProviders(config.llm, (call) => metrics.observeModelCall(call), embedder)), ...options.providers };
   // The local model takes about a second to load: in the background now, not in the first request.
   providers.embedder.warmUp?.();
-  const queue = createQueue(config, logger, metrics);
+  const queue = await createQueue(config, logger, metrics);
   metrics.setQueueDepth(() => queue.depth());
   metrics.setQueueStates(() => queue.stateCounts());
   const serverSecret = resolveServerSecret(config, secret);

@@ -4,12 +4,12 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { assertServingRoleIsSafe, query, type Database } from './client.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
-import { openPostgres } from './postgres.js';
 
-/** The configured database: PostgreSQL at DATABASE_URL, else embedded PGlite under DATA_DIR. */
+/** The configured database: PostgreSQL at DATABASE_URL, else embedded PGlite under DATA_DIR. Each driver loads only when used. */
 export async function openDatabase(config: Config): Promise<Database> {
   if (config.databaseUrl) {
     const { dbConnectMs, dbAcquireMs } = config.timeouts;
+    const { openPostgres } = await import('./postgres.js');
     return openPostgres({ url: config.databaseUrl, connectTimeoutMs: dbConnectMs, acquireTimeoutMs: dbAcquireMs });
   }
   const { openPglite } = await import('./pglite.js');

@@ -12,7 +12,7 @@ try {
   const config = loadConfig();
   const target = configuredEmbedder(config);
   const database = await openDatabase(config);
-  const embedder = createEmbedder(config.llm, undefined, undefined, target);
+  const embedder = await createEmbedder(config.llm, undefined, undefined, target);
   try {
     await prepareDatabase(database, config.migrateOnStart);
     let lastPrinted = 0;

@@ -1,4 +1,3 @@
-import postgres from 'postgres';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
@@ -49,28 +48,35 @@ export function createNotifier(config: Config, database: Database, logger: Logge
       if (!client.closed) await Promise.all(done.map((unsubscribe) => unsubscribe().catch(() => {})));
     };
   } else if (config.databaseUrl) {
-    const sql = postgres(config.databaseUrl, {
-      max: 1,
-      onnotice: () => {},
-      connect_timeout: config.timeouts.dbConnectMs / 1000,
-      connection: { application_name: 'engram-listener' },
-    });
+    const { databaseUrl } = config;
     let stopped = false;
-    const listening = Object.values(CHANNELS).map((channel) =>
-      sql.listen(channel, fanOut(channel), () => {
-        // Called on every (re)connect: notifications sent while disconnected were missed, so wake
-        // everyone to look again.
-        ready = true;
-        fanOut(channel)('');
-      }),
-    );
-    Promise.all(listening).catch((error: unknown) => {
-      if (!stopped) logger.warn({ err: (error as Error).name }, 'database listener unavailable; polling');
+    // postgres.js loads here, not at module load: the embedded start never needs it.
+    const connected = import('postgres').then(({ default: postgres }) => {
+      if (stopped) return undefined;
+      const sql = postgres(databaseUrl, {
+        max: 1,
+        onnotice: () => {},
+        connect_timeout: config.timeouts.dbConnectMs / 1000,
+        connection: { application_name: 'engram-listener' },
+      });
+      const listening = Object.values(CHANNELS).map((channel) =>
+        sql.listen(channel, fanOut(channel), () => {
+          // Called on every (re)connect: notifications sent while disconnected were missed, so wake
+          // everyone to look again.
+          ready = true;
+          fanOut(channel)('');
+        }),
+      );
+      Promise.all(listening).catch((error: unknown) => {
+        if (!stopped) logger.warn({ err: (error as Error).name }, 'database listener unavailable; polling');
+      });
+      return sql;
     });
     close = async () => {
       stopped = true;
       ready = false;
-      await sql.end({ timeout: 2 }).catch(() => {});
+      const sql = await connected;
+      await sql?.end({ timeout: 2 }).catch(() => {});
     };
   }
 

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
@@ -48,30 +48,39 @@ export function createRateLimiter(options: RateLimiterOptions): TenantRateLimite
     return { store: 'memory', consume: (tenantId) => decide(memory, tenantId), close: async () => {} };
   }
   const timeoutMs = options.redisTimeoutMs ?? 250;
-  // A client of its own: BullMQ's blocking connections wait for Redis forever, a request must not.
-  const client = new Redis(redisUrl, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: timeoutMs,
-    connectionName: 'engram-ratelimit',
+  // ioredis loads only here, with Redis configured: the embedded start never needs it.
+  const loaded: Promise<{ client: Redis; limiter: RateLimiterRedis }> = import('ioredis').then(({ Redis }) => {
+    // A client of its own: BullMQ's blocking connections wait for Redis forever, a request must not.
+    const created = new Redis(redisUrl, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: timeoutMs,
+      connectionName: 'engram-ratelimit',
+    });
+    created.on('error', () => {});
+    const limiter = new RateLimiterRedis({ storeClient: created, points: perMinute, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:ratelimit` });
+    return { client: created, limiter };
   });
-  client.on('error', () => {});
   // Until the first connection is up, a request waits for it (briefly) rather than count locally:
   // an instance that just started would otherwise let its first requests past the shared count.
   // A first attempt that fails (refused, closed) ends the wait at once.
-  let connecting: Promise<void> | undefined = new Promise<void>((resolve) => {
-    const settle = () => {
-      clearTimeout(timer);
-      for (const event of ['ready', 'error', 'close']) client.off(event, settle);
-      resolve();
-    };
-    const timer = setTimeout(settle, timeoutMs * 4);
-    timer.unref();
-    for (const event of ['ready', 'error', 'close']) client.once(event, settle);
-  }).then(() => {
-    connecting = undefined;
-  });
-  const redis = new RateLimiterRedis({ storeClient: client, points: perMinute, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:ratelimit` });
+  let connecting: Promise<void> | undefined = loaded
+    .then(
+      ({ client }) =>
+        new Promise<void>((resolve) => {
+          const settle = () => {
+            clearTimeout(timer);
+            for (const event of ['ready', 'error', 'close']) client.off(event, settle);
+            resolve();
+          };
+          const timer = setTimeout(settle, timeoutMs * 4);
+          timer.unref();
+          for (const event of ['ready', 'error', 'close']) client.once(event, settle);
+        }),
+    )
+    .then(() => {
+      connecting = undefined;
+    });
   let degraded = false;
   return {
     store: 'redis',
@@ -79,7 +88,7 @@ export function createRateLimiter(options: RateLimiterOptions): TenantRateLimite
       if (connecting) await connecting;
       let decision: RateDecision;
       try {
-        decision = await decide(redis, tenantId);
+        decision = await decide((await loaded).limiter, tenantId);
       } catch (error) {
         if (!degraded) logger.warn({ err: (error as Error).name }, 'rate limit store unreachable: counting per process until Redis answers');
         degraded = true;
@@ -90,7 +99,7 @@ export function createRateLimiter(options: RateLimiterOptions): TenantRateLimite
       return decision;
     },
     async close() {
-      client.disconnect();
+      (await loaded).client.disconnect();
     },
   };
 }

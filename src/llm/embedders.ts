@@ -2,7 +2,6 @@ import type OpenAI from 'openai';
 import type { Config, EmbedderKind } from '../config.js';
 import { LexicalEmbedder } from './lexical-embedder.js';
 import { LOCAL_EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, LocalEmbedder } from './local-embedder.js';
-import { OpenAIEmbedder, createOpenAIClient } from './openai-embedder.js';
 import type { Embedder, ModelCallObserver } from './types.js';
 
 /** What fills a database's vectors; the database records it (src/db/embedder-record.ts). */
@@ -35,13 +34,14 @@ export function describeEmbedder(spec: EmbedderSpec): string {
 /**
  * An embedder: `spec` when given (the one the database settled on), else the endpoint when one is
  * set, else the lexical one. `client` lets the caller share one OpenAI client between chat and
- * embeddings.
+ * embeddings. The openai client library (~13 MiB) loads only for the OpenAI embedder.
  */
-export function createEmbedder(llm: Config['llm'], client?: OpenAI, observer?: ModelCallObserver, spec?: EmbedderSpec): Embedder {
+export async function createEmbedder(llm: Config['llm'], client?: OpenAI, observer?: ModelCallObserver, spec?: EmbedderSpec): Promise<Embedder> {
   const kind = spec?.kind ?? (llm.remote ? 'openai' : 'lexical');
   const dimensions = spec?.dimensions ?? llm.embeddingDimensions;
   if (kind === 'local') return new LocalEmbedder();
   if (kind === 'openai') {
+    const { OpenAIEmbedder, createOpenAIClient } = await import('./openai-embedder.js');
     return new OpenAIEmbedder({
       client: client ?? createOpenAIClient(llm),
       model: spec?.model ?? llm.embeddingModel,

@@ -1,14 +1,10 @@
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { HonoAdapter } from '@bull-board/hono';
-import { serveStatic } from '@hono/node-server/serve-static';
-import { Hono, type Context } from 'hono';
+import type { Context, Hono } from 'hono';
 import { z } from 'zod';
 import { SCOPES } from '../auth/principal.js';
 import { defineRoute, X_REQUEST_ID, type Router } from '../http/routing.js';
 import type { AppEnv } from '../http/env.js';
 import { DomainError } from '../shared/errors.js';
-import { BullJobQueue } from './bullmq.js';
+import type { BullJobQueue } from './bullmq.js';
 import type { JobQueue } from './types.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -43,29 +39,32 @@ export const dashboardRoutes = [queueDashboard];
  * no BullMQ queue to show, and the route answers 404.
  *
  * The board is a Hono app of its own, reached by dispatch rather than mounted, so its internal
- * routes (static files, its JSON API) stay out of the app's documented route table.
+ * routes (static files, its JSON API) stay out of the app's documented route table. It is built on
+ * the first request: bull-board is ~15 MiB of modules that most processes never use.
  */
 export function registerQueueDashboard(app: Router, queue: JobQueue): void {
-  if (!(queue instanceof BullJobQueue)) {
+  if (queue.kind !== 'bullmq') {
     app.openapi(queueDashboard, () => {
       throw new DomainError('not_found', 'the queue dashboard is served only with REDIS_URL (BullMQ)');
     });
     return;
   }
-  const adapter = new HonoAdapter(serveStatic);
-  adapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({
-    queues: [new BullMQAdapter(queue.queue, { readOnlyMode: true })],
-    serverAdapter: adapter,
-    options: { uiConfig: { boardTitle: 'Engram queues' } },
-  });
-  const board = new Hono().route(DASHBOARD_PATH, adapter.registerPlugin());
-  app.openapi(queueDashboard, (c) => serveBoard(board, c));
-  app.all(`${DASHBOARD_PATH}/*`, (c) => {
+  const bull = queue as BullJobQueue;
+  let board: Promise<Hono> | undefined;
+  const loadBoard = () =>
+    (board ??= import('./board.js').then(
+      ({ createQueueBoard }) => createQueueBoard(bull, DASHBOARD_PATH),
+      (error: unknown) => {
+        board = undefined; // a failed load is retried by the next request
+        throw error;
+      },
+    ));
+  app.openapi(queueDashboard, async (c) => serveBoard(await loadBoard(), c));
+  app.all(`${DASHBOARD_PATH}/*`, async (c) => {
     c.set('routeTemplate', `${DASHBOARD_PATH}/*`);
     // Read-only whatever the board's own checks: it may look, never pause, retry, clean or add.
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw new DomainError('forbidden', 'the queue dashboard is read-only');
-    return serveBoard(board, c);
+    return serveBoard(await loadBoard(), c);
   });
 }
 

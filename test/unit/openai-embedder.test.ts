@@ -228,14 +228,14 @@ describe('createOpenAIClient', () => {
 });
 
 describe('createEmbedder', () => {
-  it('chooses the lexical embedder when no endpoint is configured', () => {
-    const embedder = createEmbedder(llmConfig({ embeddingDimensions: 32 }));
+  it('chooses the lexical embedder when no endpoint is configured', async () => {
+    const embedder = await createEmbedder(llmConfig({ embeddingDimensions: 32 }));
     expect(embedder).toBeInstanceOf(LexicalEmbedder);
     expect(embedder.dimensions).toBe(32);
   });
 
   it('chooses the OpenAI embedder over the given client when remote', async () => {
-    const embedder = createEmbedder(llmConfig({ baseUrl: baseURL, remote: true }), client());
+    const embedder = await createEmbedder(llmConfig({ baseUrl: baseURL, remote: true }), client());
     expect(embedder).toBeInstanceOf(OpenAIEmbedder);
     expect(embedder.name).toBe('openai:embed-test');
     await embedder.embed(['x']);
