@@ -14,9 +14,8 @@ export const extractMemories = defineRoute({
   operationId: 'extractMemories',
   tags: ['extraction'],
   summary: 'Queue an extraction job over a conversation',
-  description: `**Required scope:** \`memories:write\` (plus \`memories:act_as\` to name another \`user_id\`).
-
-Queues a job that reads the conversation and updates the user's memories; the answer is
+  actAs: true,
+  description: `Queues a job that reads the conversation and updates the user's memories; the answer is
 immediate (202) and \`status_url\` reports progress and the outcome (\`GET /jobs/{job_id}\`).
 
 - \`infer: true\` (default): facts are extracted from what the **user** said (assistant, system
@@ -67,9 +66,7 @@ export const getJob = defineRoute({
   operationId: 'getJob',
   tags: ['extraction'],
   summary: 'Status and outcome of an extraction job',
-  description: `**Required scope:** \`memories:read\`.
-
-\`status\` moves \`queued\` → \`running\` → \`succeeded\` | \`failed\` (a job that fails transiently is
+  description: `\`status\` moves \`queued\` → \`running\` → \`succeeded\` | \`failed\` (a job that fails transiently is
 retried and goes back to \`queued\`). A succeeded job has \`result\` with the counts of what it
 did, the ids of the memories it added, updated or deleted, and \`usage\` (what it spent on
 model calls), and \`skipped\`: the facts not stored, by reason (the tenant's settings: personal

@@ -132,14 +132,23 @@ export function jsonBody<S extends z.ZodType>(schema: S, example: z.input<S>, de
   return { required: true, ...(description ? { description } : {}), content: { 'application/json': { schema, example } } };
 }
 
-type Declared = Omit<RouteConfig, 'security' | 'middleware'> & ({ scope: Scope; public?: never } | { public: true; scope?: never });
+type Declared = Omit<RouteConfig, 'security' | 'middleware'> &
+  // actAs: the route takes a `user_id` that `memories:act_as` lets a token name (said in its description).
+  ({ scope: Scope; actAs?: boolean; public?: never } | { public: true; scope?: never; actAs?: never });
+
+/** The description's first line, from the declared scope, so the page never states another. */
+function withScopeLine(description: string | undefined, scope: Scope | undefined, actAs: boolean | undefined): string | undefined {
+  if (!scope) return description;
+  const line = `**Required scope:** \`${scope}\`${actAs ? ' (plus `memories:act_as` to name another `user_id`)' : ''}.`;
+  return description ? `${line}\n\n${description}` : line;
+}
 
 /**
  * A route as createRoute() makes it, plus what every route shares (see the top of this file).
  * The result goes to `app.openapi(route, handler)` and into the generated document.
  */
 export function defineRoute<const R extends Declared>(declared: R) {
-  const { scope, public: _public, ...route } = declared;
+  const { scope, actAs, public: _public, ...route } = declared;
   const errors: Record<string, ResponseRef> = {};
   const request: NonNullable<RouteConfig['request']> = route.request ?? {};
   if (request.query || request.body) Object.assign(errors, { 400: ERRORS[400] });
@@ -153,10 +162,11 @@ export function defineRoute<const R extends Declared>(declared: R) {
   const extra = scope ? { 'x-required-scope': scope } : {};
   return createRoute({
     ...route,
+    description: withScopeLine(route.description, scope, actAs),
     ...extra,
     // Scopes hang on the OAuth2 scheme, where tools read them; a bearer JWT carrying them works too.
     security: scope ? [{ oauth2: [scope] }, { bearerAuth: [] }] : [],
     middleware,
     responses: { ...errors, ...route.responses } as R['responses'] & Responses,
-  } as Omit<R, 'scope' | 'public'> & { middleware: MiddlewareHandler<AppEnv>[] });
+  } as Omit<R, 'scope' | 'actAs' | 'public'> & { middleware: MiddlewareHandler<AppEnv>[] });
 }

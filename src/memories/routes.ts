@@ -18,7 +18,6 @@ import {
 } from './schemas.js';
 import * as memories from './service.js';
 
-const ACT_AS = ' (plus `memories:act_as` to name another `user_id`)';
 
 export const addMemories = defineRoute({
   method: 'post',
@@ -26,9 +25,8 @@ export const addMemories = defineRoute({
   operationId: 'addMemories',
   tags: ['memories'],
   summary: 'Store memories as given (no LLM)',
-  description: `**Required scope:** \`memories:write\`${ACT_AS}.
-
-Stores each entry exactly as given — no extraction, no reconciliation — and records one
+  actAs: true,
+  description: `Stores each entry exactly as given — no extraction, no reconciliation — and records one
 \`ADD\` history event per stored memory. Defaults: \`importance\` 5, \`occurred_at\` the time of
 the request, \`category\` null, \`metadata\` \`{}\`, \`expires_at\` null.
 
@@ -67,9 +65,8 @@ export const listMemories = defineRoute({
   operationId: 'listMemories',
   tags: ['memories'],
   summary: "List a user's memories, newest first",
-  description: `**Required scope:** \`memories:read\`${ACT_AS}.
-
-Ordered by \`created_at\` descending, then \`id\` ascending. Pagination is keyset-based: pass
+  actAs: true,
+  description: `Ordered by \`created_at\` descending, then \`id\` ascending. Pagination is keyset-based: pass
 \`next_cursor\` back as \`cursor\` for the next page; pages neither skip nor repeat memories
 even while new ones are added. \`next_cursor\` is opaque and is \`null\` on the last page. A
 cursor this service did not issue is a 400.
@@ -87,9 +84,7 @@ export const getMemory = defineRoute({
   operationId: 'getMemory',
   tags: ['memories'],
   summary: 'One memory',
-  description: `**Required scope:** \`memories:read\`.
-
-Any memory of the user, superseded ones included; an expired one (past \`expires_at\`) is a
+  description: `Any memory of the user, superseded ones included; an expired one (past \`expires_at\`) is a
 404, as are its history and a PATCH of it. Another tenant's memory, or another user's without
 \`memories:act_as\`, is a 404.`,
   scope: SCOPES.read,
@@ -103,9 +98,7 @@ export const updateMemory = defineRoute({
   operationId: 'updateMemory',
   tags: ['memories'],
   summary: 'Edit a memory in place',
-  description: `**Required scope:** \`memories:write\`.
-
-Changes the given fields in place (no supersession), sets \`updated_at\`, re-embeds the
+  description: `Changes the given fields in place (no supersession), sets \`updated_at\`, re-embeds the
 memory when \`content\` changes, and records an \`UPDATE\` history event with the old and new
 content. \`category: null\` clears the category; \`metadata\` replaces the whole object. At
 least one field is required. Changing \`content\` to a fact the user already holds as
@@ -128,9 +121,7 @@ export const deleteMemory = defineRoute({
   operationId: 'deleteMemory',
   tags: ['erasure'],
   summary: 'Forget one memory',
-  description: `**Required scope:** \`memories:delete\`.
-
-Deletes the memory and its history and writes an erasure receipt (scope \`memories\`).
+  description: `Deletes the memory and its history and writes an erasure receipt (scope \`memories\`).
 Another tenant's memory, another user's without \`memories:act_as\`, or one already deleted
 is a 404.`,
   scope: SCOPES.delete,
@@ -144,9 +135,7 @@ export const getMemoryHistory = defineRoute({
   operationId: 'getMemoryHistory',
   tags: ['memories'],
   summary: 'What happened to a memory, oldest first',
-  description: `**Required scope:** \`memories:read\`.
-
-Events in the order they happened (\`created_at\` ascending): \`ADD\` when it was stored,
+  description: `Events in the order they happened (\`created_at\` ascending): \`ADD\` when it was stored,
 \`UPDATE\` for each edit (PATCH, or an extraction job merging a fact into it), \`SUPERSEDE\`
 when a newer fact replaced it, \`DELETE\` when an extraction job retracted it. \`job_id\` names
 the extraction job behind the event, if any; \`actor\` is \`user:<sub>\` for a request made
@@ -171,9 +160,8 @@ export const deleteMemories = defineRoute({
   operationId: 'deleteMemories',
   tags: ['erasure'],
   summary: 'Forget listed memories, or everything held about a user',
-  description: `**Required scope:** \`memories:delete\`${ACT_AS}.
-
-- With \`memory_ids\`: deletes those of the listed memories that belong to the user, with
+  actAs: true,
+  description: `- With \`memory_ids\`: deletes those of the listed memories that belong to the user, with
   their history. Ids that are not the user's (another user's, another tenant's, unknown)
   are ignored and not counted; a repeated id counts once.
 - Without \`memory_ids\`: erases everything held about the user — every memory (current and

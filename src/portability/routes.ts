@@ -65,9 +65,8 @@ export const exportRoute = defineRoute({
   operationId: 'exportMemories',
   tags: ['portability'],
   summary: "Export a user's memories as NDJSON",
-  description: `**Required scope:** \`memories:read\` (plus \`memories:act_as\` to name another \`user_id\`).
-
-Streams one \`Memory\` a line (\`application/x-ndjson\`), the latest \`occurred_at\` first;
+  actAs: true,
+  description: `Streams one \`Memory\` a line (\`application/x-ndjson\`), the latest \`occurred_at\` first;
 superseded and expired ones with \`include_superseded=true\`, each with its \`events\` (history)
 with \`include_history=true\`. The rows are read a page at a time as the client takes them, so
 an export of any size holds little memory. The lines are what \`POST /memories/import\` takes.`,
@@ -88,9 +87,8 @@ export const importRoute = defineRoute({
   operationId: 'importMemories',
   tags: ['portability'],
   summary: 'Import memories from NDJSON',
-  description: `**Required scope:** \`memories:write\` (plus \`memories:act_as\` to name another \`user_id\`).
-
-Takes the lines of an export (\`application/x-ndjson\`, up to \`MAX_IMPORT_BYTES\`, default 100 MiB)
+  actAs: true,
+  description: `Takes the lines of an export (\`application/x-ndjson\`, up to \`MAX_IMPORT_BYTES\`, default 100 MiB)
 into the user named by the token (or \`user_id\`): the file's ids, user, \`created_at\` and history
 are not imported. Each line is validated on its own: a bad one is reported in \`errors\` with its
 number (1-based) and the others go on. Content is embedded again with this service's embedder,

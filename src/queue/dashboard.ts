@@ -15,9 +15,7 @@ export const queueDashboard = defineRoute({
   operationId: 'queueDashboard',
   tags: ['operations'],
   summary: 'Queue dashboard (operators)',
-  description: `**Required scope:** \`engram:operator\`.
-
-The extraction queue's dashboard (bull-board, read-only), which shows every tenant's jobs,
+  description: `The extraction queue's dashboard (bull-board, read-only), which shows every tenant's jobs,
 so a tenant's \`engram:admin\` is not enough. Served when \`REDIS_URL\` is configured; without
 Redis the route answers 404, as do the board's own unknown paths (problem+json). The page
 loads its scripts, styles and JSON from paths under \`/admin/queues/\`, which need the same

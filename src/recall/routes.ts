@@ -5,7 +5,6 @@ import type { Services } from '../shared/context.js';
 import { recallBody, recallResult } from './schemas.js';
 import { recall } from './service.js';
 
-const ACT_AS = ' (plus \`memories:act_as\` to name another \`user_id\`)';
 
 export const recallMemories = defineRoute({
   method: 'post',
@@ -13,9 +12,8 @@ export const recallMemories = defineRoute({
   operationId: 'recallMemories',
   tags: ['recall'],
   summary: 'The memories that matter for a query, best first',
-  description: `**Required scope:** \`memories:read\`${ACT_AS}.
-
-Candidates come from two arms over the user's memories in scope (the filters below, and
+  actAs: true,
+  description: `Candidates come from two arms over the user's memories in scope (the filters below, and
 validity at now or \`as_of\`): the full-text arm scores every memory sharing a word with the
 query by BM25 over PostgreSQL's \`english\` lexemes (statistics of the memories in scope;
 irregular forms such as "met"/"meet" count as one word) and contributes its best 100; the

@@ -24,9 +24,7 @@ export const getSettings = defineRoute({
   operationId: 'getSettings',
   tags: ['settings'],
   summary: "The tenant's settings (extraction guidance, PII mode, retention)",
-  description: `**Required scope:** \`memories:read\`.
-
-The token's tenant's settings, every key present; a tenant that never set any gets the defaults.`,
+  description: `The token's tenant's settings, every key present; a tenant that never set any gets the defaults.`,
   scope: SCOPES.read,
   responses: { 200: jsonResponse(settingsAnswer, 'The settings.', defaultSettings()) },
 });
@@ -37,9 +35,7 @@ export const putSettings = defineRoute({
   operationId: 'putSettings',
   tags: ['settings'],
   summary: "Replace the tenant's settings",
-  description: `**Required scope:** \`engram:admin\`.
-
-Replaces the settings whole: a missing key takes its default. They apply from then on: at once
+  description: `Replaces the settings whole: a missing key takes its default. They apply from then on: at once
 in the process that answered, within ${SETTINGS_CACHE_TTL_MS / 1000} seconds in every other
 (each process keeps a tenant's settings that long). A job uses the settings in force when it
 runs, except that its transcript was redacted (or not) under the \`pii.mode\` in force when it

@@ -31,9 +31,7 @@ export const createWebhookRoute = defineRoute({
   operationId: 'createWebhook',
   tags: ['webhooks'],
   summary: 'Register a webhook endpoint',
-  description: `**Required scope:** \`engram:admin\`.
-
-Each event of the tenant that the endpoint asked for is POSTed to it as \`{type, timestamp, data}\`,
+  description: `Each event of the tenant that the endpoint asked for is POSTed to it as \`{type, timestamp, data}\`,
 signed per the Standard Webhooks specification (\`webhook-id\`, \`webhook-timestamp\`,
 \`webhook-signature\`) with the \`secret\` of this answer, which is never shown again.
 \`data\` carries the ids (\`memory_id\` or \`job_id\`, \`user_id\`, \`agent_id\`, \`run_id\`) and, for memory
@@ -61,7 +59,7 @@ export const listWebhooksRoute = defineRoute({
   operationId: 'listWebhooks',
   tags: ['webhooks'],
   summary: "The tenant's webhook endpoints",
-  description: '**Required scope:** `engram:admin`. Secrets are never shown again.',
+  description: 'Secrets are never shown again.',
   scope: SCOPES.admin,
   responses: { 200: jsonResponse(webhookList, 'The endpoints, oldest first.', { webhooks: [EXAMPLE] }) },
 });
@@ -72,7 +70,7 @@ export const deleteWebhookRoute = defineRoute({
   operationId: 'deleteWebhook',
   tags: ['webhooks'],
   summary: 'Remove a webhook endpoint',
-  description: '**Required scope:** `engram:admin`. Its pending deliveries are dropped with it. Another tenant\'s endpoint is a 404.',
+  description: 'Its pending deliveries are dropped with it. Another tenant\'s endpoint is a 404.',
   scope: SCOPES.admin,
   request: { params: webhookIdParams },
   responses: { 204: { description: 'Removed.', headers: X_REQUEST_ID } },
@@ -84,9 +82,7 @@ export const listDeliveriesRoute = defineRoute({
   operationId: 'listWebhookDeliveries',
   tags: ['webhooks'],
   summary: "An endpoint's deliveries, newest first",
-  description: `**Required scope:** \`engram:admin\`.
-
-Every event queued for the endpoint, with its state: \`pending\` (waiting or being retried),
+  description: `Every event queued for the endpoint, with its state: \`pending\` (waiting or being retried),
 \`succeeded\` (a 2xx came back) or \`failed\` (retries ran out, or the endpoint was disabled by a
 410). Keyset pages: pass \`next_cursor\` back as \`cursor\`.`,
   scope: SCOPES.admin,
