@@ -15,6 +15,12 @@ function sizeUnit(origin: string | undefined, n: number): string {
   return '';
 }
 
+/** "must be at most 10", or for sizes "must hold at most 5 characters". */
+function bound(origin: string | undefined, limit: number | bigint, words: string): string {
+  const sized = origin === 'string' || origin === 'array' || origin === 'set';
+  return sized ? `must hold ${words} ${Number(limit)}${sizeUnit(origin, Number(limit))}` : `must be ${words} ${String(limit)}`;
+}
+
 /**
  * Field messages in the service's own voice ("must be at most 10"), not zod's ("Too big: expected
  * number to be <=10"), so every 400 reads alike. Messages a schema gives itself take precedence.
@@ -23,22 +29,12 @@ export function houseMessage(issue: RawIssue): string | undefined {
   switch (issue.code) {
     case 'invalid_type':
       return issue.input === undefined ? 'is required' : `must be ${noun(String(issue.expected))}`;
-    case 'too_small': {
-      const n = Number(issue.minimum);
-      if (issue.origin === 'string' && n === 1) return 'must not be empty';
-      if (issue.origin === 'array' && n === 1) return 'must hold at least one item';
-      const bound = issue.inclusive === false ? 'greater than' : 'at least';
-      return issue.origin === 'array' || issue.origin === 'set' || issue.origin === 'string'
-        ? `must hold ${bound} ${n}${sizeUnit(issue.origin, n)}`
-        : `must be ${bound} ${String(issue.minimum)}`;
-    }
-    case 'too_big': {
-      const n = Number(issue.maximum);
-      const bound = issue.inclusive === false ? 'less than' : 'at most';
-      return issue.origin === 'array' || issue.origin === 'set' || issue.origin === 'string'
-        ? `must hold ${bound} ${n}${sizeUnit(issue.origin, n)}`
-        : `must be ${bound} ${String(issue.maximum)}`;
-    }
+    case 'too_small':
+      if (Number(issue.minimum) === 1 && issue.origin === 'string') return 'must not be empty';
+      if (Number(issue.minimum) === 1 && issue.origin === 'array') return 'must hold at least one item';
+      return bound(issue.origin, issue.minimum, issue.inclusive === false ? 'greater than' : 'at least');
+    case 'too_big':
+      return bound(issue.origin, issue.maximum, issue.inclusive === false ? 'less than' : 'at most');
     case 'invalid_value':
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
     case 'invalid_format':
