@@ -59,8 +59,8 @@ async function rowsMentioning(t: string, needle: string): Promise<Record<string,
 
 async function insertJob([t, u]: Subject, transcript: string): Promise<void> {
   await owner`
-    insert into extraction_jobs (tenant_id, user_id, body_hash, payload)
-    values (${t}, ${u}, ${randomUUID()}, ${owner.json({ messages: [{ role: 'user', content: transcript }] })})`;
+    insert into extraction_jobs (tenant_id, user_id, body_hash, payload, run_after)
+    values (${t}, ${u}, ${randomUUID()}, ${owner.json({ messages: [{ role: 'user', content: transcript }] })}, now() + interval '1 day')`;
 }
 
 async function give([t, u]: Subject, contents: string[]): Promise<string[]> {
@@ -94,7 +94,8 @@ beforeAll(async () => {
   expect((await app.call('PATCH', `/memories/${vMemoryByU}`, { token: uActing, body: { importance: 7 } })).status).toBe(200);
   // A superseded memory of U: erasure removes history too, not only current rows.
   await owner`update memories set valid_to = now() where tenant_id = ${tenant} and id = ${uMemoryIds[2]!}`;
-  // Extraction jobs with transcripts (the pipeline is not involved: the rows are what matters).
+  // Extraction jobs with transcripts, due only tomorrow: another test file's sweeper (it scans every
+  // tenant) would otherwise run them and purge the transcripts this file checks are kept.
   await insertJob(SUBJECTS.U, `my name is ${U} and my passport number is X123`);
   await insertJob(SUBJECTS.U, `${U} again, a second transcript`);
   await insertJob(SUBJECTS.V, `${V} transcript`);
