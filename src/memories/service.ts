@@ -60,6 +60,7 @@ export async function listMemories(ctx: RequestContext, query: ListMemoriesQuery
   const after = query.cursor ? decodeCursor(query.cursor, scope) : undefined;
   const rows = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
     repo.listMemories(tx, { tenantId: ctx.principal.tenantId, userId, limit: query.limit + 1, after, includeSuperseded: query.include_superseded, now: ctx.services.clock() }),
+    { readOnly: true },
   );
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
@@ -70,6 +71,7 @@ export async function getMemory(ctx: RequestContext, id: string): Promise<Memory
   requireScope(ctx.principal, SCOPES.read);
   const row = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
     repo.findMemory(tx, ctx.principal.tenantId, id, visibleUser(ctx.principal)),
+    { readOnly: true },
   );
   if (!row || isExpired(row, ctx.services.clock())) throw notFound('memory');
   return toMemoryDto(row);
