@@ -148,7 +148,7 @@ function signalsSelect(q: SignalsQuery, documents: SQL, capped: SQL): SQL {
  * `skipWhenCapped` none is read then (recall answers such a scope with findLargeScopeSignals).
  */
 export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
-  const vector = `[${q.embedding.join(',')}]`;
+  const vector = vectorLiteral(q.embedding);
   const skip = q.skipWhenCapped ? sql` and (select cardinality(p.rows) from picked p) <= ${q.scanLimit}` : sql``;
   const [raw] = await query<RawSignals>(
     tx,
@@ -169,6 +169,17 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
     `,
   );
   return parseRecallSignals(raw);
+}
+
+/**
+ * The vector as pgvector's text, once per vector: a repeated query's vector is the same array
+ * (query-embeddings.ts), and 1,536 numbers written out cost more than the rest of the statement.
+ */
+const vectorLiterals = new WeakMap<readonly number[], string>();
+function vectorLiteral(embedding: readonly number[]): string {
+  let text = vectorLiterals.get(embedding);
+  if (text === undefined) vectorLiterals.set(embedding, (text = `[${embedding.join(',')}]`));
+  return text;
 }
 
 /**

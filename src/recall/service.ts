@@ -23,6 +23,7 @@ import {
 } from './scoring.js';
 import { KeyedLimiter } from './limiter.js';
 import { queryWordForms } from './word-forms.js';
+import { embedQuery } from './query-embeddings.js';
 
 
 /**
@@ -143,14 +144,14 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const weights = body.weights ?? DEFAULT_WEIGHTS;
   const asOf = body.as_of ? new Date(body.as_of) : undefined;
   const now = asOf ?? ctx.services.clock();
-  const [embedding] = await ctx.services.embedder.embed([body.query]);
+  const embedding = await embedQuery(ctx.services.embedder, body.query);
   const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
   const minRelevance = body.min_relevance ?? minRelevanceFor(ctx.services.config, ctx.services.embedder.kind);
   const { candidates, ranked } = await tenantLimiter.run(ctx.principal.tenantId, () => withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
     const pool = await collectCandidates(tx, {
       tenantId: ctx.principal.tenantId,
       userId,
-      embedding: embedding!,
+      embedding,
       text: body.query,
       wordForms: queryWordForms(body.query),
       asOf,
