@@ -50,6 +50,19 @@ export function setConfigStatementText(count: number): string {
   return `select ${Array.from({ length: count }, (_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`;
 }
 
+/** Each open read-only transaction's way to send its COMMIT with the next statement (postgres.ts). */
+export const lastStatements = new WeakMap<Db, () => void>();
+
+/**
+ * Says that the next statement on `tx`, a read-only transaction, is its last: its COMMIT then
+ * goes down with it, one write and one answer instead of two (on PostgreSQL; elsewhere nothing).
+ * A statement after that one is refused, so nothing can run outside the transaction's tenant.
+ * When none follows (work ends first), the COMMIT is sent as usual.
+ */
+export function lastStatement(tx: Db): void {
+  lastStatements.get(tx)?.();
+}
+
 export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
   return rowsOf<T>(await db.execute(statement));
 }

@@ -3,7 +3,7 @@ import { minRelevanceFor } from '../config.js';
 import { withTenant } from '../db/tenant.js';
 import { toMemoryDto } from '../memories/schemas.js';
 import type { RequestContext } from '../shared/context.js';
-import type { Db } from '../db/client.js';
+import { lastStatement, type Db } from '../db/client.js';
 import { bm25Scores, queryTerms } from './bm25.js';
 import { findLargeScopeSignals, findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQuery } from './repository.js';
 import { MAX_RECALL_LIMIT, type RecallBody, type RecalledMemory } from './schemas.js';
@@ -166,7 +166,8 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
     });
     const textWeight = TEXT_RELEVANCE_WEIGHTS[ctx.services.embedder.kind];
     const scored = rankRecallCandidates(pool, { weights, halfLifeHours, now, minScore: body.min_score, minRelevance, limit: body.limit }, textWeight);
-    // Only the memories that made the cut are read in full.
+    // Only the memories that made the cut are read in full, the transaction's last statement.
+    lastStatement(tx);
     const rows = new Map((await findMemoriesByIds(tx, ctx.principal.tenantId, userId, scored.map((c) => c.id))).map((m) => [m.id, m]));
     const ranked = scored.flatMap((c) => {
       const memory = rows.get(c.id);
