@@ -1,4 +1,5 @@
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './observability/logger.js';
 import type { Config } from './config.js';
 import { resolveJwtSecret, resolveServerSecret } from './auth/dev-secret.js';
 import { deriveServerKeys } from './auth/server-keys.js';
@@ -62,7 +63,7 @@ export async function createQueue(config: Config, logger: Logger, metrics?: Metr
 
 /** Builds every long-lived part once; main.ts and the worker entry run it, tests drive it in-process. */
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
-  const logger = options.logger ?? pino({ level: config.logLevel });
+  const logger = options.logger ?? createLogger(config.logLevel);
   const database = options.database ?? (await openDatabase(config));
   let embedder: EmbedderSpec;
   try {

@@ -50,8 +50,40 @@ export function setConfigStatementText(count: number): string {
   return `select ${Array.from({ length: count }, (_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`;
 }
 
+/** Each open read-only transaction's way to send its COMMIT with the next statement (postgres.ts). */
+export const lastStatements = new WeakMap<Db, () => void>();
+
+/**
+ * Says that the next statement on `tx`, a read-only transaction, is its last: its COMMIT then
+ * goes down with it, one write and one answer instead of two (on PostgreSQL; elsewhere nothing).
+ * A statement after that one is refused, so nothing can run outside the transaction's tenant.
+ * When none follows (work ends first), the COMMIT is sent as usual.
+ */
+export function lastStatement(tx: Db): void {
+  lastStatements.get(tx)?.();
+}
+
 export async function query<T>(db: Db, statement: SQL): Promise<T[]> {
   return rowsOf<T>(await db.execute(statement));
+}
+
+/** The driver client under a drizzle database or transaction: postgres.js's or PGlite's. */
+interface DriverClient {
+  unsafe?: (text: string, parameters: never[]) => Promise<unknown>;
+  query?: (text: string, parameters: unknown[]) => Promise<unknown>;
+}
+
+/**
+ * One statement given as its text and parameters, sent straight to the driver under `db` (the
+ * same connection and transaction): for the hot reads, whose fixed text drizzle would otherwise
+ * build again on every request (measured: the largest part of a get's own CPU). Values travel
+ * only as parameters; times come back as text (postgres.js, as drizzle set it up) or as Date
+ * (PGlite), JSON as text or parsed, so callers accept both.
+ */
+export async function queryText<T>(db: Db, text: string, parameters: unknown[]): Promise<T[]> {
+  const client = (db as unknown as { session: { client: DriverClient } }).session.client;
+  const result = client.unsafe ? await client.unsafe(text, parameters as never[]) : await client.query!(text, parameters);
+  return rowsOf<T>(result);
 }
 
 export class UnsafeRoleError extends Error {

@@ -4,7 +4,7 @@ import { PostgresJsSession, PostgresJsTransaction } from 'drizzle-orm/postgres-j
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import * as schema from './schema.js';
-import { APP_ROLE, connectionError, isDatabaseUnavailable, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
+import { APP_ROLE, connectionError, isDatabaseUnavailable, lastStatements, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PostgresOptions {
@@ -77,6 +77,14 @@ class ReservationGuard {
   private connectionId: number | undefined;
   private closedError: Error | undefined;
   private readonly inFlight = new Set<QueryInternals>();
+  /** Called once, right after the first statement made from `armedAt` on is sent (lastStatement in client.ts). */
+  private afterNext: (() => void) | undefined;
+  private armedAt = 0;
+  /** How many statements were made on the connection: postgres.js sends each a tick after it is made. */
+  private made = 0;
+  /** Set once the transaction's COMMIT was sent: a later statement would run outside it. */
+  private sealedError: Error | undefined;
+  private sealedAfter: unknown;
 
   constructor(private readonly byConnection: Map<number, ReservationGuard>) {}
 
@@ -100,18 +108,40 @@ class ReservationGuard {
         return (text: string, parameters?: postgres.ParameterOrJSON<never>[], options?: UnsafeOptions) => {
           const query = target.unsafe(text, parameters, { ...options, onexecute } as UnsafeOptions);
           const internals = query as unknown as QueryInternals;
+          const order = this.made++;
           const send = internals.handler;
           internals.handler = (q) => {
             if (this.closedError) return q.reject(this.closedError);
+            if (this.sealedError && q !== this.sealedAfter) return q.reject(this.sealedError);
             this.inFlight.add(q);
             const settled = () => this.inFlight.delete(q);
             Promise.prototype.then.call(q, settled, settled);
             send(q);
+            const after = this.afterNext;
+            if (after && order >= this.armedAt) {
+              this.afterNext = undefined;
+              after();
+            }
           };
           return query;
         };
       },
     });
+  }
+
+  /**
+   * Runs `f` right after the next statement made from now on goes down the connection, in the
+   * same tick (not after one made earlier, such as BEGIN, whose sending may still be pending).
+   */
+  afterNextStatement(f: () => void): void {
+    this.afterNext = f;
+    this.armedAt = this.made;
+  }
+
+  /** From now on every statement but `last` (already issued) is refused with `error`, without being sent. */
+  seal(last: unknown, error: Error): void {
+    this.sealedAfter = last;
+    this.sealedError = error;
   }
 
   /** postgres.js's `onclose` for this connection: statements queued behind it would never settle. */
@@ -214,25 +244,33 @@ function pipelinedTransactions(
     const guard = new ReservationGuard(guards);
     const connection = preparingParameterised(guard.wrap(reserved));
     let finished = false;
+    let commit: Promise<unknown> | undefined;
+    const sendCommit = () => {
+      commit = connection.unsafe('commit').execute();
+      if (options?.readOnly) commit.catch(() => {}); // not awaited: nothing to make durable
+      finished = true;
+      // Anything after the COMMIT would run outside the transaction: without the role and tenant.
+      guard.seal(commit, new Error('a statement was sent after the last statement of a read-only transaction'));
+    };
     try {
       const begin = connection.unsafe(options?.readOnly ? 'begin read only' : 'begin').execute();
       const configured = settings.length > 0 ? connection.unsafe(setConfigText(settings.length), settings.flat() as never[]).execute() : undefined;
       const ready = Promise.all([begin, configured]);
       ready.catch(() => {}); // awaited below, after work: its error explains work's
       const session = new PostgresJsSession(connection as never, internals.dialect, relational as never, internals.session.options);
-      const tx = new PostgresJsTransaction(internals.dialect, session, relational as never);
+      const tx = new PostgresJsTransaction(internals.dialect, session, relational as never) as unknown as Db;
+      // A read-only transaction's COMMIT may go down with its last statement, in the same write.
+      if (options?.readOnly) lastStatements.set(tx, () => guard.afterNextStatement(sendCommit));
       let result: T;
       try {
-        result = await work(tx as unknown as Db);
+        result = await work(tx);
       } finally {
         await ready;
       }
-      const commit = connection.unsafe('commit').execute();
-      finished = true;
+      if (!commit) sendCommit();
       // The connection runs the COMMIT before anything its next user sends, so only a transaction
       // that wrote needs to hear it acknowledged.
-      if (options?.readOnly) commit.catch(() => {});
-      else await commit;
+      if (!options?.readOnly) await commit;
       return result;
     } catch (error) {
       // Whatever a statement made of the lost connection, the cause is the database going away.

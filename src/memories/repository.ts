@@ -1,5 +1,5 @@
-import { and, asc, desc, eq, inArray, isNull, lt, or, gt, sql } from 'drizzle-orm';
-import { rowsOf, type Db } from '../db/client.js';
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { queryText, rowsOf, type Db } from '../db/client.js';
 import { erasures, memories, memoryEvents, type MemoryMetadata } from '../db/schema.js';
 import type { MemoryFields } from './schemas.js';
 
@@ -94,14 +94,58 @@ export async function findCurrentByHashes(
     .where(and(eq(memories.tenantId, tenantId), eq(memories.userId, userId), isNull(memories.validTo), inArray(memories.contentHash, hashes)));
 }
 
+/** memoryColumns as SQL, for the statements sent as text. */
+const MEMORY_COLUMNS_SQL =
+  'id, user_id, agent_id, run_id, content, importance, category, metadata, occurred_at, created_at, updated_at, valid_to, expires_at';
+
+/** A memory's columns as either driver returns them to a statement sent as text (queryText). */
+export interface RawMemoryRow {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  run_id: string | null;
+  content: string;
+  importance: number | string;
+  category: string | null;
+  metadata: Record<string, unknown> | string;
+  occurred_at: Date | string;
+  created_at: Date | string;
+  updated_at: Date | string;
+  valid_to: Date | string | null;
+  expires_at: Date | string | null;
+}
+
+const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(v));
+
+/** The row as drizzle's select would have mapped it. */
+export function memoryFromRow(r: RawMemoryRow): MemoryFields {
+  return {
+    id: r.id,
+    userId: r.user_id,
+    agentId: r.agent_id,
+    runId: r.run_id,
+    content: r.content,
+    importance: Number(r.importance),
+    category: r.category,
+    metadata: typeof r.metadata === 'string' ? (JSON.parse(r.metadata) as Record<string, unknown>) : r.metadata,
+    occurredAt: toDate(r.occurred_at),
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+    validTo: r.valid_to === null ? null : toDate(r.valid_to),
+    expiresAt: r.expires_at === null ? null : toDate(r.expires_at),
+  };
+}
+
+const FIND_MEMORY = `select ${MEMORY_COLUMNS_SQL} from memories where tenant_id = $1 and id = $2 limit 1`;
+const FIND_USERS_MEMORY = `select ${MEMORY_COLUMNS_SQL} from memories where tenant_id = $1 and id = $2 and user_id = $3 limit 1`;
+
 /** One memory by id; with `userId`, only if it is that user's. */
 export async function findMemory(tx: Db, tenantId: string, id: string, userId?: string): Promise<MemoryFields | undefined> {
-  const [row] = await tx
-    .select(memoryColumns)
-    .from(memories)
-    .where(and(eq(memories.tenantId, tenantId), eq(memories.id, id), userId === undefined ? undefined : eq(memories.userId, userId)))
-    .limit(1);
-  return row;
+  const rows =
+    userId === undefined
+      ? await queryText<RawMemoryRow>(tx, FIND_MEMORY, [tenantId, id])
+      : await queryText<RawMemoryRow>(tx, FIND_USERS_MEMORY, [tenantId, id, userId]);
+  return rows[0] && memoryFromRow(rows[0]);
 }
 
 export interface ListPage {
@@ -113,24 +157,31 @@ export interface ListPage {
   now: Date;
 }
 
+/** The list statement's text for each combination of its optional conditions (four, built once). */
+const listTexts = new Map<string, string>();
+function listText(includeSuperseded: boolean, after: boolean): string {
+  const key = `${includeSuperseded}/${after}`;
+  let text = listTexts.get(key);
+  if (text === undefined) {
+    // $1 tenant, $2 user, $3 now, $4 limit, then $5 created_at and $6 id of the page's last.
+    const conditions = ['tenant_id = $1', 'user_id = $2'];
+    // Superseded memories are history, listed only when asked for; expired ones are gone at once.
+    if (!includeSuperseded) conditions.push('valid_to is null');
+    conditions.push('(expires_at is null or expires_at > $3::timestamptz)');
+    if (after) conditions.push('(created_at < $5::timestamptz or (created_at = $5::timestamptz and id > $6::uuid))');
+    text = `select ${MEMORY_COLUMNS_SQL} from memories where ${conditions.join(' and ')} order by created_at desc, id asc limit $4::int`;
+    listTexts.set(key, text);
+  }
+  return text;
+}
+
 /** Newest created_at first, then id ascending; keyset pagination, so pages never skip or repeat. */
 export async function listMemories(tx: Db, page: ListPage): Promise<MemoryFields[]> {
   const after = page.after;
-  return tx
-    .select(memoryColumns)
-    .from(memories)
-    .where(
-      and(
-        eq(memories.tenantId, page.tenantId),
-        eq(memories.userId, page.userId),
-        // Superseded memories are history, listed only when asked for; expired ones are gone at once.
-        page.includeSuperseded ? undefined : isNull(memories.validTo),
-        or(isNull(memories.expiresAt), gt(memories.expiresAt, page.now)),
-        after ? or(lt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), gt(memories.id, after.id))) : undefined,
-      ),
-    )
-    .orderBy(desc(memories.createdAt), asc(memories.id))
-    .limit(page.limit);
+  const parameters: unknown[] = [page.tenantId, page.userId, page.now.toISOString(), page.limit];
+  if (after) parameters.push(after.createdAt.toISOString(), after.id);
+  const rows = await queryText<RawMemoryRow>(tx, listText(page.includeSuperseded, after !== undefined), parameters);
+  return rows.map(memoryFromRow);
 }
 
 export interface MemoryChanges {

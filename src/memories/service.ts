@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SCOPES, requireScope, resolveUserId, visibleUser } from '../auth/principal.js';
 import { withTenant } from '../db/tenant.js';
-import { sqlState, type Db } from '../db/client.js';
+import { lastStatement, sqlState, type Db } from '../db/client.js';
 import { contentHash } from '../extraction/normalise.js';
 import { DomainError, notFound, validationFailed } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
@@ -58,8 +58,14 @@ export async function listMemories(ctx: RequestContext, query: ListMemoriesQuery
   const userId = resolveUserId(ctx.principal, query.user_id);
   const scope = { key: ctx.services.keys.cursor, tenantId: ctx.principal.tenantId, userId };
   const after = query.cursor ? decodeCursor(query.cursor, scope) : undefined;
-  const rows = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
-    repo.listMemories(tx, { tenantId: ctx.principal.tenantId, userId, limit: query.limit + 1, after, includeSuperseded: query.include_superseded, now: ctx.services.clock() }),
+  const rows = await withTenant(
+    ctx.services.database,
+    ctx.principal.tenantId,
+    (tx) => {
+      lastStatement(tx);
+      return repo.listMemories(tx, { tenantId: ctx.principal.tenantId, userId, limit: query.limit + 1, after, includeSuperseded: query.include_superseded, now: ctx.services.clock() });
+    },
+    { readOnly: true },
   );
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
@@ -68,8 +74,14 @@ export async function listMemories(ctx: RequestContext, query: ListMemoriesQuery
 
 export async function getMemory(ctx: RequestContext, id: string): Promise<MemoryDto> {
   requireScope(ctx.principal, SCOPES.read);
-  const row = await withTenant(ctx.services.database, ctx.principal.tenantId, (tx) =>
-    repo.findMemory(tx, ctx.principal.tenantId, id, visibleUser(ctx.principal)),
+  const row = await withTenant(
+    ctx.services.database,
+    ctx.principal.tenantId,
+    (tx) => {
+      lastStatement(tx);
+      return repo.findMemory(tx, ctx.principal.tenantId, id, visibleUser(ctx.principal));
+    },
+    { readOnly: true },
   );
   if (!row || isExpired(row, ctx.services.clock())) throw notFound('memory');
   return toMemoryDto(row);

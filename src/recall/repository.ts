@@ -1,10 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { query, type Db } from '../db/client.js';
+import { query, queryText, type Db } from '../db/client.js';
+import { memoryFromRow, type RawMemoryRow } from '../memories/repository.js';
 import type { MemoryFields } from '../memories/schemas.js';
 import { parseTsvector, type QueryLexeme } from './bm25.js';
 import type { WordForm } from './word-forms.js';
-
-const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(v));
 
 export interface SignalsQuery {
   tenantId: string;
@@ -149,7 +148,7 @@ function signalsSelect(q: SignalsQuery, documents: SQL, capped: SQL): SQL {
  * `skipWhenCapped` none is read then (recall answers such a scope with findLargeScopeSignals).
  */
 export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
-  const vector = `[${q.embedding.join(',')}]`;
+  const vector = vectorLiteral(q.embedding);
   const skip = q.skipWhenCapped ? sql` and (select cardinality(p.rows) from picked p) <= ${q.scanLimit}` : sql``;
   const [raw] = await query<RawSignals>(
     tx,
@@ -170,6 +169,17 @@ export async function findRecallSignals(tx: Db, q: SignalsQuery): Promise<Recall
     `,
   );
   return parseRecallSignals(raw);
+}
+
+/**
+ * The vector as pgvector's text, once per vector: a repeated query's vector is the same array
+ * (query-embeddings.ts), and 1,536 numbers written out cost more than the rest of the statement.
+ */
+const vectorLiterals = new WeakMap<readonly number[], string>();
+function vectorLiteral(embedding: readonly number[]): string {
+  let text = vectorLiterals.get(embedding);
+  if (text === undefined) vectorLiterals.set(embedding, (text = `[${embedding.join(',')}]`));
+  return text;
 }
 
 /**
@@ -274,51 +284,18 @@ export function parseRecallSignals(raw: RawSignals | undefined): RecallSignals {
   return signals;
 }
 
-interface RawMemory {
-  id: string;
-  user_id: string;
-  agent_id: string | null;
-  run_id: string | null;
-  content: string;
-  importance: number | string;
-  category: string | null;
-  metadata: Record<string, unknown> | string;
-  occurred_at: Date | string;
-  created_at: Date | string;
-  updated_at: Date | string;
-  valid_to: Date | string | null;
-  expires_at: Date | string | null;
-}
-
-
 /** The user's memories with these ids, in no particular order (one deleted meanwhile is missing). */
 export async function findMemoriesByIds(tx: Db, tenantId: string, userId: string, ids: readonly string[]): Promise<MemoryFields[]> {
   if (ids.length === 0) return [];
   // One uuid[] parameter (as its text form: both drivers pass a string the same way) rather than
   // one per id: the planner then probes the primary key once per id (measured: 0.2 ms for 50, where
   // an IN list of 50 parameters or a jsonb array cost 1-4 ms).
-  const rows = await query<RawMemory>(
-    tx,
-    sql`
+  const rows = await queryText<RawMemoryRow>(tx, FIND_BY_IDS, [tenantId, userId, `{${ids.join(',')}}`]);
+  return rows.map(memoryFromRow);
+}
+
+const FIND_BY_IDS = `
       select id, user_id, agent_id, run_id, content, importance, category, metadata, occurred_at, created_at, updated_at,
              valid_to, expires_at
       from memories
-      where tenant_id = ${tenantId} and user_id = ${userId} and id = any(${`{${ids.join(',')}}`}::uuid[])
-    `,
-  );
-  return rows.map((r) => ({
-    id: r.id,
-    userId: r.user_id,
-    agentId: r.agent_id,
-    runId: r.run_id,
-    content: r.content,
-    importance: Number(r.importance),
-    category: r.category,
-    metadata: typeof r.metadata === 'string' ? (JSON.parse(r.metadata) as Record<string, unknown>) : r.metadata,
-    occurredAt: toDate(r.occurred_at),
-    createdAt: toDate(r.created_at),
-    updatedAt: toDate(r.updated_at),
-    validTo: r.valid_to === null ? null : toDate(r.valid_to),
-    expiresAt: r.expires_at === null ? null : toDate(r.expires_at),
-  }));
-}
+      where tenant_id = $1 and user_id = $2 and id = any($3::uuid[])`;

@@ -3,7 +3,7 @@ import { minRelevanceFor } from '../config.js';
 import { withTenant } from '../db/tenant.js';
 import { toMemoryDto } from '../memories/schemas.js';
 import type { RequestContext } from '../shared/context.js';
-import type { Db } from '../db/client.js';
+import { lastStatement, type Db } from '../db/client.js';
 import { bm25Scores, queryTerms } from './bm25.js';
 import { findLargeScopeSignals, findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQuery } from './repository.js';
 import { MAX_RECALL_LIMIT, type RecallBody, type RecalledMemory } from './schemas.js';
@@ -23,6 +23,7 @@ import {
 } from './scoring.js';
 import { KeyedLimiter } from './limiter.js';
 import { queryWordForms } from './word-forms.js';
+import { embedQuery } from './query-embeddings.js';
 
 
 /**
@@ -143,14 +144,14 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const weights = body.weights ?? DEFAULT_WEIGHTS;
   const asOf = body.as_of ? new Date(body.as_of) : undefined;
   const now = asOf ?? ctx.services.clock();
-  const [embedding] = await ctx.services.embedder.embed([body.query]);
+  const embedding = await embedQuery(ctx.services.embedder, body.query);
   const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
   const minRelevance = body.min_relevance ?? minRelevanceFor(ctx.services.config, ctx.services.embedder.kind);
   const { candidates, ranked } = await tenantLimiter.run(ctx.principal.tenantId, () => withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
     const pool = await collectCandidates(tx, {
       tenantId: ctx.principal.tenantId,
       userId,
-      embedding: embedding!,
+      embedding,
       text: body.query,
       wordForms: queryWordForms(body.query),
       asOf,
@@ -165,7 +166,8 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
     });
     const textWeight = TEXT_RELEVANCE_WEIGHTS[ctx.services.embedder.kind];
     const scored = rankRecallCandidates(pool, { weights, halfLifeHours, now, minScore: body.min_score, minRelevance, limit: body.limit }, textWeight);
-    // Only the memories that made the cut are read in full.
+    // Only the memories that made the cut are read in full, the transaction's last statement.
+    lastStatement(tx);
     const rows = new Map((await findMemoriesByIds(tx, ctx.principal.tenantId, userId, scored.map((c) => c.id))).map((m) => [m.id, m]));
     const ranked = scored.flatMap((c) => {
       const memory = rows.get(c.id);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APP_ROLE, query, sqlState, type Database } from '../../src/db/client.js';
+import { APP_ROLE, lastStatement, query, sqlState, type Database } from '../../src/db/client.js';
 import { withTenant } from '../../src/db/tenant.js';
 import { TEST_BACKEND, startTestApp, uniqueTenant, type TestApp } from '../support/harness.js';
 
@@ -102,6 +102,78 @@ describe('transactions bound to a tenant', () => {
       }),
     );
     for (const r of results) expect(r.seen).toBe(r.own);
+  });
+});
+
+describe('a read-only transaction told its last statement', () => {
+  const settingsSeen = (tx: Parameters<Parameters<typeof withTenant>[2]>[0]) =>
+    query<{ tenant: string; role: string; ro: string }>(
+      tx,
+      sql`select current_setting('app.tenant_id', true) as tenant, current_user as role, current_setting('transaction_read_only') as ro`,
+    );
+
+  it('runs that statement inside the transaction: the role, the tenant, read-only', async () => {
+    const [row] = await withTenant(
+      database,
+      tenant,
+      async (tx) => {
+        await query(tx, sql`select 1`);
+        lastStatement(tx);
+        return settingsSeen(tx);
+      },
+      { readOnly: true },
+    );
+    expect(row).toEqual({ tenant, role: APP_ROLE, ro: 'on' });
+  });
+
+  it.runIf(TEST_BACKEND === 'postgres')('refuses a statement after it, which would run without the role and the tenant', async () => {
+    const after = await withTenant(
+      database,
+      tenant,
+      async (tx) => {
+        lastStatement(tx);
+        await query(tx, sql`select 1`);
+        return settingsSeen(tx);
+      },
+      { readOnly: true },
+    ).catch((e: unknown) => e);
+    expect(after).toBeInstanceOf(Error);
+    // drizzle wraps the driver's error in its own, the refusal as its cause.
+    expect(String((after as Error).cause ?? after)).toMatch(/after the last statement/);
+    // The connection is clean and usable afterwards (more uses than the pool has connections).
+    for (let i = 0; i < 12; i++) {
+      const [row] = await database.inTransaction([], (tx) => query<{ tenant: string | null }>(tx, sql`select nullif(current_setting('app.tenant_id', true), '') as tenant`));
+      expect(row!.tenant).toBeNull();
+    }
+  });
+
+  it('rolls back, and throws the statement\'s error, when that statement fails', async () => {
+    const failed = await withTenant(
+      database,
+      tenant,
+      (tx) => {
+        lastStatement(tx);
+        return query(tx, sql`select 1 / 0`);
+      },
+      { readOnly: true },
+    ).catch((e: unknown) => e);
+    expect(sqlState(failed)).toBe('22012'); // division_by_zero
+    const [row] = await withTenant(database, tenant, (tx) => settingsSeen(tx), { readOnly: true });
+    expect(row!.tenant).toBe(tenant);
+  });
+
+  it('commits as usual when the work sends nothing after being told', async () => {
+    const [row] = await withTenant(
+      database,
+      tenant,
+      async (tx) => {
+        const seen = await settingsSeen(tx);
+        lastStatement(tx);
+        return seen;
+      },
+      { readOnly: true },
+    );
+    expect(row!.tenant).toBe(tenant);
   });
 });
 

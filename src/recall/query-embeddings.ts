@@ -1,0 +1,35 @@
+import type { Embedder } from '../llm/types.js';
+
+/**
+ * How many recent queries' vectors each embedder keeps (a 1,536-dimension vector is ~12 KiB, so
+ * this holds a few MiB at most). Agents ask the same few questions again and again ("what does
+ * the user like?"); a repeated query is then answered without a call to the embedding provider.
+ */
+export const QUERY_EMBEDDING_CACHE_SIZE = 256;
+
+const caches = new WeakMap<Embedder, Map<string, Promise<number[]>>>();
+
+/**
+ * The query's vector, from the embedder or from its most recently used ones. The promise is kept,
+ * so concurrent recalls of one query share one call; a failed call is forgotten at once, so an
+ * outage is never remembered. Keyed by the embedder instance: a service re-embedding with another
+ * embedder (or dimensions) never sees this one's vectors. Callers must not change the vector.
+ */
+export function embedQuery(embedder: Embedder, text: string): Promise<number[]> {
+  let cache = caches.get(embedder);
+  if (!cache) caches.set(embedder, (cache = new Map()));
+  const known = cache.get(text);
+  if (known) {
+    // A Map iterates in insertion order: moved to the end, the first entry is the least recent.
+    cache.delete(text);
+    cache.set(text, known);
+    return known;
+  }
+  const embedding = embedder.embed([text]).then(([vector]) => vector!);
+  cache.set(text, embedding);
+  if (cache.size > QUERY_EMBEDDING_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  embedding.catch(() => {
+    if (cache.get(text) === embedding) cache.delete(text);
+  });
+  return embedding;
+}
