@@ -190,11 +190,15 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<St
     actor: input.actor,
     createdAt: now,
   });
-  for (const old of existing) {
-    const replacement = rows[lastIndexOfHash.get(old.contentHash)!]!;
-    await repo.supersedeMemories(tx, tenantId, [old.id], supersededAt(old, replacement.occurredAt, now), replacement.id);
-    events.push(event(old.id, 'SUPERSEDE', old.content, replacement.content));
-  }
+  // One round trip for all the copies it supersedes (distinct rows, so their order is free), and
+  // before the insert, which needs their unique slots.
+  await Promise.all(
+    existing.map((old) => {
+      const replacement = rows[lastIndexOfHash.get(old.contentHash)!]!;
+      events.push(event(old.id, 'SUPERSEDE', old.content, replacement.content));
+      return repo.supersedeMemories(tx, tenantId, [old.id], supersededAt(old, replacement.occurredAt, now), replacement.id);
+    }),
+  );
   for (const row of rows) {
     events.push(event(row.id, 'ADD', null, row.content));
     if (row.supersededBy) {
