@@ -9,11 +9,13 @@
  * extraction (202). For each: p50/p95/p99 at concurrency 1, and throughput at concurrency 8 (each
  * writer its own user, so no user lock is contended).
  *
- * The floor (PostgreSQL only): the statements each route sends, captured once from an in-process
- * copy of the service through postgres.js's statement hook, then replayed straight through
- * postgres.js with no HTTP, auth, validation or query building: in the same round trips as the
- * service (BEGIN, the settings and the first statement sent together, each later one awaited, the
- * COMMIT awaited unless read-only), with fresh ids and content for the writes. Floor and HTTP calls
+ * The floor (PostgreSQL only): the statements each route sends, captured from an in-process copy
+ * of the service through postgres.js's statement hook (after one uncaptured call, so the tenant's
+ * settings are cached as in steady state), from the request's first BEGIN to its last COMMIT sent
+ * before the answer. They are replayed straight through postgres.js with no HTTP, auth, validation
+ * or query building, in the same round trips as the service: statements the service sent with no
+ * reply from the database in between go down together, the next group after their replies (a
+ * read-only COMMIT is not awaited), with fresh ids and content for the writes. Floor and HTTP calls
  * alternate call by call, so both see the same load. Each route's p50 is printed as a multiple of
  * its floor, with the goal p50 ≤ 1.5 × floor + 0.5 ms.
  *
@@ -29,6 +31,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Socket } from 'node:net';
 import { Pool } from 'undici';
 import postgres from 'postgres';
 import pino from 'pino';
@@ -211,9 +214,11 @@ function client(origin: string, token: string) {
 interface Statement {
   text: string;
   parameters: unknown[];
+  /** Statements of one round trip share it: the service sent them with no reply read in between. */
+  roundTrip: number;
 }
 
-/** The statements of one transaction, as the service sent them, and how to replay them. */
+/** The statements of one request, as the service sent them, and how to replay them. */
 class Floor {
   constructor(
     private readonly sql: postgres.Sql,
@@ -221,26 +226,35 @@ class Floor {
     private readonly fresh: (() => (value: unknown) => unknown) | undefined,
   ) {}
 
+  /** Round trips the replay takes (the COMMIT of a read-only transaction is not waited for). */
+  get roundTrips(): number {
+    return new Set(this.statements.map((s) => s.roundTrip)).size;
+  }
+
   /** The replay's parameters, prepared before the clock starts. */
   prepare(): Statement[] {
     if (!this.fresh) return this.statements;
     const map = this.fresh();
-    return this.statements.map((s) => ({ text: s.text, parameters: s.parameters.map(map) }));
+    return this.statements.map((s) => ({ ...s, parameters: s.parameters.map(map) }));
   }
 
   async run(statements: Statement[]): Promise<void> {
     const reserved = await this.sql.reserve();
     try {
-      const send = (s: Statement) => reserved.unsafe(s.text, s.parameters as never[], { prepare: s.parameters.length > 0 });
-      const commitIndex = statements.length - 1;
-      const readOnly = /^begin read only/i.test(statements[0]!.text);
-      // BEGIN, the settings and the first statement go down together, as pipelinedTransactions sends them.
-      const head = statements.slice(0, Math.min(3, commitIndex)).map((s) => send(s).execute());
-      await Promise.all(head);
-      for (let k = head.length; k < commitIndex; k++) await send(statements[k]!);
-      const commit = send(statements[commitIndex]!).execute();
-      if (readOnly) commit.catch(() => {});
-      else await commit;
+      let readOnly = false;
+      for (let k = 0; k < statements.length; ) {
+        const group: Array<Promise<unknown>> = [];
+        const roundTrip = statements[k]!.roundTrip;
+        for (; k < statements.length && statements[k]!.roundTrip === roundTrip; k++) {
+          const s = statements[k]!;
+          if (/^begin/i.test(s.text)) readOnly = /^begin read only/i.test(s.text);
+          const sent = reserved.unsafe(s.text, s.parameters as never[], { prepare: s.parameters.length > 0 }).execute();
+          // The service does not wait for a read-only transaction's COMMIT.
+          if (readOnly && /^commit/i.test(s.text)) sent.catch(() => {});
+          else group.push(sent);
+        }
+        await Promise.all(group);
+      }
     } finally {
       reserved.release();
     }
@@ -273,14 +287,38 @@ function freshener(captured: Statement[], tag: string | undefined): () => (value
 }
 
 /**
+ * Counts the replies read from any socket: a statement sent after a reply was read starts a new
+ * round trip. (During capture the only sockets are the database's; the request goes in-process.)
+ */
+let repliesRead = 0;
+function countRepliesRead(): void {
+  const emit = Socket.prototype.emit;
+  Socket.prototype.emit = function (this: Socket, event: string | symbol, ...args: unknown[]) {
+    if (event === 'data') repliesRead++;
+    return emit.apply(this, [event, ...args] as Parameters<typeof emit>);
+  } as typeof emit;
+}
+
+/**
  * An in-process copy of the service on the same database, with postgres.js's statement hook:
- * each route's call once, and the statements it sent from BEGIN to COMMIT.
+ * each route's call once uncaptured (the settings cache warms), then once more, and the
+ * statements it sent from its first BEGIN to its last COMMIT before the answer, in round trips.
  */
 async function captureFloors(list: Route[], token: string): Promise<Map<string, Floor>> {
+  countRepliesRead();
   let recording: Statement[] | undefined;
+  let lastRead = -1;
+  let roundTrip = 0;
   const database = await openPostgres({
     url: databaseUrl!,
-    debug: (_connection, text, parameters) => recording?.push({ text, parameters: [...parameters] }),
+    debug: (_connection, text, parameters) => {
+      if (!recording) return;
+      if (repliesRead !== lastRead) {
+        lastRead = repliesRead;
+        roundTrip++;
+      }
+      recording.push({ text, parameters: [...parameters], roundTrip });
+    },
   });
   const config = loadConfig({ DATABASE_URL: databaseUrl, AUTH_JWT_SECRET: SECRET, EMBEDDINGS: 'lexical', MIGRATE_ON_START: 'false' });
   const runtime = await createRuntime(config, { database, logger: pino({ level: 'silent' }) });
@@ -294,24 +332,27 @@ async function captureFloors(list: Route[], token: string): Promise<Map<string, 
   sql.options.serializers['114' as never] = transparent as never;
   sql.options.serializers['3802' as never] = transparent as never;
   const floors = new Map<string, Floor>();
+  const send = async (call: HttpCall, name: string) => {
+    const body = call.body;
+    const res = await runtime.app.request(call.path, {
+      method: call.method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    if (res.status !== call.status) throw new Error(`capture of ${name}: ${res.status} ${await res.text()}`);
+  };
   try {
     for (const route of list) {
+      await send(route.call(-1000, 0), route.name);
       // The captured write carries the tag (its content is replaced on every replay).
-      const call = route.call(0, 0, route.captureTag);
-      const body = call.body;
       recording = [];
-      const res = await runtime.app.request(call.path, {
-        method: call.method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      if (res.status !== call.status) throw new Error(`capture of ${route.name}: ${res.status} ${await res.text()}`);
-      await new Promise((r) => setTimeout(r, 20)); // an unawaited read-only COMMIT is still sent
-      const begin = recording.findIndex((s) => /^begin/i.test(s.text));
-      const end = recording.findIndex((s, i) => i > begin && /^commit/i.test(s.text));
-      if (begin < 0 || end < 0) throw new Error(`capture of ${route.name}: no transaction seen`);
-      const statements = recording.slice(begin, end + 1);
+      await send(route.call(0, 0, route.captureTag), route.name);
+      const sent = recording;
       recording = undefined;
+      const begin = sent.findIndex((s) => /^begin/i.test(s.text));
+      const end = sent.findLastIndex((s) => /^commit/i.test(s.text));
+      if (begin < 0 || end < begin) throw new Error(`capture of ${route.name}: no transaction seen`);
+      const statements = sent.slice(begin, end + 1);
       floors.set(route.name, new Floor(sql, statements, route.writes ? freshener(statements, route.captureTag) : undefined));
     }
   } finally {
@@ -353,6 +394,8 @@ interface RouteResult {
   floor_cpu_ms?: number;
   floor_p50?: number;
   floor_p95?: number;
+  /** Round trips to the database the route (and so its floor) takes. */
+  floor_round_trips?: number;
   multiple?: number;
   goal_ms?: number;
   within_goal?: boolean;
@@ -421,6 +464,7 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
         result.floor_cpu_ms = floorCpuUs / 1000 / n;
         result.floor_p50 = percentile(floorMs, 0.5);
         result.floor_p95 = percentile(floorMs, 0.95);
+        result.floor_round_trips = floor?.roundTrips;
         result.multiple = result.p50 / result.floor_p50;
         result.goal_ms = 1.5 * result.floor_p50 + 0.5;
         result.within_goal = result.p50 <= result.goal_ms;
@@ -449,11 +493,11 @@ const ms = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(2));
 function print(backend: string, results: RouteResult[]) {
   console.log(`\n${backend} backend, lexical embedder: ${N} calls per route at concurrency 1 (add 100: ${Math.max(20, Math.floor(N / 5))}), throughput at concurrency 8`);
   console.log('(cpu ms: the server process\'s CPU per call at concurrency 1; floor cpu: postgres.js\'s own CPU per replay)');
-  console.log('route            p50 ms  p95 ms  p99 ms   c8 req/s  cpu ms | floor p50  floor p95  floor cpu  p50/floor  goal ms  ok');
+  console.log('route            p50 ms  p95 ms  p99 ms   c8 req/s  cpu ms | trips  floor p50  floor p95  floor cpu  p50/floor  goal ms  ok');
   for (const r of results) {
     console.log(
       `${r.route.padEnd(15)} ${ms(r.p50).padStart(7)} ${ms(r.p95).padStart(7)} ${ms(r.p99).padStart(7)} ${String(r.c8_per_s).padStart(10)} ${ms(r.server_cpu_ms).padStart(7)} | ` +
-        `${ms(r.floor_p50).padStart(9)} ${ms(r.floor_p95).padStart(10)} ${ms(r.floor_cpu_ms).padStart(10)} ${(r.multiple === undefined ? '—' : `${r.multiple.toFixed(2)}×`).padStart(10)} ` +
+        `${String(r.floor_round_trips ?? '—').padStart(5)} ${ms(r.floor_p50).padStart(10)} ${ms(r.floor_p95).padStart(10)} ${ms(r.floor_cpu_ms).padStart(10)} ${(r.multiple === undefined ? '—' : `${r.multiple.toFixed(2)}×`).padStart(10)} ` +
         `${ms(r.goal_ms).padStart(8)}  ${r.within_goal === undefined ? '—' : r.within_goal ? 'yes' : 'NO'}`,
     );
   }

@@ -52,26 +52,30 @@ export async function findJob(tx: Db, tenantId: string, id: string, userId?: str
  * another worker's.
  */
 export async function claimJob(tx: Db, tenantId: string, id: string, leaseMs: number): Promise<{ row: JobRow; tookOver: boolean } | undefined> {
-  const [before] = await query<{ status: JobStatus }>(tx, sql`select status from extraction_jobs where tenant_id = ${tenantId} and id = ${id} for update`);
-  if (!before) return undefined;
-  const [row] = await tx
-    .update(extractionJobs)
-    .set({
-      status: 'running',
-      attempts: sql`${extractionJobs.attempts} + 1`,
-      lockedUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})`,
-      startedAt: sql`coalesce(${extractionJobs.startedAt}, now())`,
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(extractionJobs.tenantId, tenantId),
-        eq(extractionJobs.id, id),
-        sql`(${extractionJobs.status} = 'queued' or (${extractionJobs.status} = 'running' and ${extractionJobs.lockedUntil} < now()))`,
-      ),
-    )
-    .returning();
-  return row ? { row, tookOver: before.status === 'running' } : undefined;
+  // Sent together, run in this order: the update finds the row locked by the select, and nothing
+  // when there is none. The select is started first and both take the same steps through drizzle,
+  // so it reaches the connection first (were it second, every claim would read as a takeover).
+  const [[before], [row]] = await Promise.all([
+    query<{ status: JobStatus }>(tx, sql`select status from extraction_jobs where tenant_id = ${tenantId} and id = ${id} for update`),
+    tx
+      .update(extractionJobs)
+      .set({
+        status: 'running',
+        attempts: sql`${extractionJobs.attempts} + 1`,
+        lockedUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})`,
+        startedAt: sql`coalesce(${extractionJobs.startedAt}, now())`,
+        updatedAt: sql`now()`,
+      })
+      .where(
+        and(
+          eq(extractionJobs.tenantId, tenantId),
+          eq(extractionJobs.id, id),
+          sql`(${extractionJobs.status} = 'queued' or (${extractionJobs.status} = 'running' and ${extractionJobs.lockedUntil} < now()))`,
+        ),
+      )
+      .returning(),
+  ]);
+  return row && before ? { row, tookOver: before.status === 'running' } : undefined;
 }
 
 /**

@@ -220,9 +220,14 @@ async function applyUnderLock(
 ): Promise<JobResult | undefined | typeof STALE> {
   let expiredErased = 0;
   const outcome = await withTenant(deps.database, job.tenantId, async (tx) => {
-    await memoryRepo.lockUser(tx, job.tenantId, job.userId);
-    expiredErased = await eraseExpiredOfUser(tx, job.tenantId, job.userId, now);
-    const current = await jobsRepo.lockJob(tx, job.tenantId, job.id);
+    // Sent together and run in this order, the sweep and the job's lock under the user's lock (as
+    // storeAsGiven does): each goes through tx.execute, so none overtakes another on its way out.
+    const [, erased, current] = await Promise.all([
+      memoryRepo.lockUser(tx, job.tenantId, job.userId),
+      eraseExpiredOfUser(tx, job.tenantId, job.userId, now),
+      jobsRepo.lockJob(tx, job.tenantId, job.id),
+    ]);
+    expiredErased = erased;
     // Erased meanwhile, finished by another delivery, or taken over after this attempt's lease
     // lapsed: apply nothing.
     if (!current) return undefined;

@@ -1,6 +1,5 @@
-import { and, eq, inArray, isNotNull, lte, sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { query, type Db, type Database } from '../db/client.js';
-import { memories, memoryEvents } from '../db/schema.js';
 import { withAppRole } from '../db/tenant.js';
 import type { PeriodicTask } from '../queue/types.js';
 import type { Settings } from '../settings/schemas.js';
@@ -29,20 +28,26 @@ export function isExpired(row: { expiresAt: Date | null }, now: Date): boolean {
 }
 
 /**
- * Erases one user's expired memories and their history at once, inside the caller's transaction
- * (which holds the user's lock): an expired row must not hold the unique slot of a fact being
- * stored again, nor be shown to the resolver as a candidate.
+ * The common table expressions that erase one user's expired memories and their history in one
+ * statement (`expired` holds the erased ids): an expired row must not hold the unique slot of a
+ * fact being stored again, nor be shown to the resolver as a candidate. A statement that reads
+ * memories after them in the same statement still sees the erased rows (one snapshot), so it must
+ * leave expired rows out itself.
  */
+export function expiredOfUserErasure(tenantId: string, userId: string, now: Date): SQL {
+  return sql`expired as (
+    delete from memories
+    where tenant_id = ${tenantId} and user_id = ${userId} and expires_at is not null and expires_at <= ${now.toISOString()}::timestamptz
+    returning id
+  ), expired_history as (
+    delete from memory_events where tenant_id = ${tenantId} and memory_id in (select id from expired)
+  )`;
+}
+
+/** Erases one user's expired memories and their history, inside the caller's transaction (which holds the user's lock). */
 export async function eraseExpiredOfUser(tx: Db, tenantId: string, userId: string, now: Date): Promise<number> {
-  const expired = await tx
-    .select({ id: memories.id })
-    .from(memories)
-    .where(and(eq(memories.tenantId, tenantId), eq(memories.userId, userId), isNotNull(memories.expiresAt), lte(memories.expiresAt, now)));
-  if (expired.length === 0) return 0;
-  const ids = expired.map((r) => r.id);
-  await tx.delete(memoryEvents).where(and(eq(memoryEvents.tenantId, tenantId), inArray(memoryEvents.memoryId, ids)));
-  await tx.delete(memories).where(and(eq(memories.tenantId, tenantId), inArray(memories.id, ids)));
-  return ids.length;
+  const [row] = await query<{ n: number | string }>(tx, sql`with ${expiredOfUserErasure(tenantId, userId, now)} select count(*)::int as n from expired`);
+  return Number(row?.n ?? 0);
 }
 
 /** Rows one sweep statement erases, and statements per run: bounded work per tick. */

@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { queryText, rowsOf, type Db } from '../db/client.js';
 import { erasures, memories, memoryEvents, type MemoryMetadata } from '../db/schema.js';
 import type { MemoryFields } from './schemas.js';
+import { expiredOfUserErasure } from '../governance/retention.js';
 
 /** Every column a client may see; the embedding and search vector stay in the database. */
 export const memoryColumns = {
@@ -138,6 +139,47 @@ export function memoryFromRow(r: RawMemoryRow): MemoryFields {
 
 const FIND_MEMORY = `select ${MEMORY_COLUMNS_SQL} from memories where tenant_id = $1 and id = $2 limit 1`;
 const FIND_USERS_MEMORY = `select ${MEMORY_COLUMNS_SQL} from memories where tenant_id = $1 and id = $2 and user_id = $3 limit 1`;
+
+const currentColumns = { ...memoryColumns, contentHash: memories.contentHash };
+const currentColumnList = sql.join(
+  Object.values(currentColumns).map((column) => sql`m.${sql.identifier(column.name)}`),
+  sql`, `,
+);
+
+/**
+ * The user's expired memories erased (with their history) and the current memories holding any of
+ * `hashes`, in one statement: a write's whole look before it stores, one round trip. Expired rows
+ * are left out of the answer (the statement's snapshot still holds them).
+ */
+export async function eraseExpiredAndFindCurrent(
+  tx: Db,
+  tenantId: string,
+  userId: string,
+  hashes: string[],
+  now: Date,
+): Promise<{ expiredErased: number; current: Array<MemoryFields & { contentHash: string }> }> {
+  const matching = hashes.length > 0 ? sql`m.content_hash in (${sql.join(hashes.map((h) => sql`${h}`), sql`, `)})` : sql`false`;
+  const rows = rowsOf<Record<string, unknown> & { expired_erased: number | string; id: string | null }>(
+    await tx.execute(sql`
+      with ${expiredOfUserErasure(tenantId, userId, now)}
+      select (select count(*) from expired)::int as expired_erased, ${currentColumnList}
+      from (select 1) as one
+      left join memories m on m.tenant_id = ${tenantId} and m.user_id = ${userId} and m.valid_to is null and ${matching}
+        and (m.expires_at is null or m.expires_at > ${now.toISOString()}::timestamptz)
+    `),
+  );
+  const current = rows
+    .filter((row) => row.id !== null)
+    .map((row) => {
+      const fields: Record<string, unknown> = {};
+      for (const [key, column] of Object.entries(currentColumns)) {
+        const value = row[column.name];
+        fields[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+      }
+      return fields as MemoryFields & { contentHash: string };
+    });
+  return { expiredErased: Number(rows[0]?.expired_erased ?? 0), current };
+}
 
 /** One memory by id; with `userId`, only if it is that user's. */
 export async function findMemory(tx: Db, tenantId: string, id: string, userId?: string): Promise<MemoryFields | undefined> {

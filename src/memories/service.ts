@@ -8,7 +8,7 @@ import type { RequestContext } from '../shared/context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import * as repo from './repository.js';
 import { admitItems } from '../governance/door.js';
-import { eraseExpiredOfUser, expiryFor, isExpired } from '../governance/retention.js';
+import { expiryFor, isExpired } from '../governance/retention.js';
 import { tenantSettings } from '../settings/service.js';
 import { toMemoryDto, type AddMemoriesBody, type MemoryFields, type ListMemoriesQuery, type MemoryDto, type PatchMemoryBody } from './schemas.js';
 
@@ -175,8 +175,6 @@ export interface StoreAsGivenInput {
  */
 export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<StoredAsGiven> {
   const { tenantId, userId, now } = input;
-  await repo.lockUser(tx, tenantId, userId);
-  const expiredErased = await eraseExpiredOfUser(tx, tenantId, userId, now);
   const ids = input.rows.map(() => randomUUID());
   const lastIndexOfHash = new Map<string, number>();
   input.rows.forEach((row, index) => lastIndexOfHash.set(row.contentHash, index));
@@ -185,7 +183,13 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<St
     if (last === index) return { ...row, id: ids[index]! };
     return { ...row, id: ids[index]!, validTo: supersededAt(row, input.rows[last]!.occurredAt, now), supersededBy: ids[last]! };
   });
-  const existing = await repo.findCurrentByHashes(tx, tenantId, userId, [...lastIndexOfHash.keys()]);
+  // Sent together, without waiting: PostgreSQL runs them in the order sent, so the sweep and the
+  // look run under the lock (each statement its own snapshot, taken once the lock is held). Both go
+  // through tx.execute, so neither can overtake the other on its way to the connection.
+  const [, { expiredErased, current: existing }] = await Promise.all([
+    repo.lockUser(tx, tenantId, userId),
+    repo.eraseExpiredAndFindCurrent(tx, tenantId, userId, [...lastIndexOfHash.keys()], now),
+  ]);
   const events: repo.NewMemoryEvent[] = [];
   const event = (memoryId: string, type: repo.MemoryEventType, oldContent: string | null, newContent: string | null): repo.NewMemoryEvent => ({
     tenantId,
@@ -198,13 +202,15 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<St
     actor: input.actor,
     createdAt: now,
   });
-  for (const old of existing) {
-    const replacement = rows[lastIndexOfHash.get(old.contentHash)!]!;
-    await repo.supersedeMemories(tx, tenantId, [old.id], supersededAt(old, replacement.occurredAt, now), replacement.id);
-    events.push(event(old.id, 'SUPERSEDE', old.content, replacement.content));
-  }
-  const inserted = await repo.insertMemories(tx, rows);
-  const byId = new Map(inserted.map((m) => [m.id, m]));
+  // One round trip for all the copies it supersedes (distinct rows, so their order is free), and
+  // before the insert, which needs their unique slots.
+  await Promise.all(
+    existing.map((old) => {
+      const replacement = rows[lastIndexOfHash.get(old.contentHash)!]!;
+      events.push(event(old.id, 'SUPERSEDE', old.content, replacement.content));
+      return repo.supersedeMemories(tx, tenantId, [old.id], supersededAt(old, replacement.occurredAt, now), replacement.id);
+    }),
+  );
   for (const row of rows) {
     events.push(event(row.id, 'ADD', null, row.content));
     if (row.supersededBy) {
@@ -213,6 +219,9 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<St
       events.push({ ...superseded, createdAt: new Date(now.getTime() + 1) });
     }
   }
-  await repo.insertEvents(tx, events);
+  // The rows and their history go down together (the ids are made here, nothing waits on the
+  // insert's answer); a failed insert fails the history's statement too, and its error is thrown.
+  const [inserted] = await Promise.all([repo.insertMemories(tx, rows), repo.insertEvents(tx, events)]);
+  const byId = new Map(inserted.map((m) => [m.id, m]));
   return { memories: rows.map((row) => byId.get(row.id)!), expiredErased };
 }

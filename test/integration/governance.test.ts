@@ -462,6 +462,23 @@ describe('retention', () => {
     expect(await expiredTotal()).toBe(before + 3);
   });
 
+  it('stores a fact again once its earlier copy expired: the write erases the copy with its history, supersedes nothing', async () => {
+    const { tenant, token } = await tenantWith(undefined);
+    const [first] = (await offline.call('POST', '/memories', { token, body: { memories: [{ content: 'Walks the dog at seven', ttl_days: 1 }] } })).body.memories;
+    clockOffsetMs = 2 * DAY_MS;
+    const again = await offline.call('POST', '/memories', { token, body: { memories: [{ content: 'Walks the dog at seven' }] } });
+    expect(again.status).toBe(201);
+    const [second] = again.body.memories;
+    expect(second.id).not.toBe(first.id);
+    expect(second.valid_to).toBeNull();
+    const rows = await offline.ownerQuery<{ memory_id: string; event: string }>(
+      `select memory_id, event from memory_events where tenant_id = $1 order by created_at`,
+      [tenant],
+    );
+    expect(rows).toEqual([{ memory_id: second.id, event: 'ADD' }]);
+    expect(await offline.ownerQuery(`select 1 from memories where id = $1`, [first.id])).toEqual([]);
+  });
+
   it('runs in the worker on its interval and shows in /metrics', async () => {
     const app = await startTestApp({ RETENTION_SWEEP_INTERVAL_MS: '100' }, { isolated: true });
     try {

@@ -51,6 +51,17 @@ describe('direct add, get, list, patch, history, delete', () => {
     expect(bicycles.map((m: { id: string }) => m.id)).toEqual([second.id]);
   });
 
+  it('the same fact added by many requests at once: each stored, each earlier one superseded, one current', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => app.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice rows on Sundays', importance: 1 + i }] } })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(201));
+    const list = await app.call('GET', '/memories?limit=100&include_superseded=true', { token });
+    const rowing = list.body.memories.filter((m: { content: string }) => m.content === 'Alice rows on Sundays');
+    expect(rowing).toHaveLength(8);
+    expect(rowing.filter((m: { valid_to: string | null }) => m.valid_to === null)).toHaveLength(1);
+  });
+
   it('within one request a later repeat supersedes an earlier one, and both answer in input order', async () => {
     const res = await app.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice sings tenor' }, { content: 'alice sings tenor', importance: 9 }] } });
     expect(res.status).toBe(201);

@@ -77,6 +77,11 @@ describe('a job that runs longer than its lease, with a second worker polling', 
     expect(job).toMatchObject({ status: 'succeeded', result: { added: 1 } });
     expect((await jobRow(first, jobId))!.attempts).toBe(1);
     expect(llm.chatRequests('extraction')).toHaveLength(1);
+    // Claimed from the queue, not taken over: neither process counts a lease expiry.
+    for (const app of [first, second]) {
+      const expiries = (await scrape(app)).find((s) => s.name === 'engram_queue_lease_expiries_total' && s.labels.kind === 'extraction');
+      expect(expiries?.value ?? 0).toBe(0);
+    }
   }, 60_000);
 });
 
