@@ -86,7 +86,7 @@ for (const [label, weights] of [['relevance', { recency: 0, importance: 0, relev
         returned.push(rankRecallCandidates(unrelated, { ...options, now: unrelatedNow }, w).length);
       }
       const all = [...byCat.values()].flat();
-      console.log(`${kind} ${label} text ${w} floor ${floor}: R@10 ${mean(all).toFixed(3)}  ${[...byCat].map(([c, a]) => `${c} ${mean(a).toFixed(3)}`).join('  ')}  unrelated ${mean(returned).toFixed(2)}`);
+      console.log(`${kind} ${label} text ${w} floor ${floor}: R@10 ${mean(all).toFixed(4)}  ${[...byCat].map(([c, a]) => `${c} ${mean(a).toFixed(3)}`).join('  ')}  unrelated ${mean(returned).toFixed(2)}`);
     }
   }
 }

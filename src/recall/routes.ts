@@ -37,7 +37,7 @@ gets three components, each already in [0, 1]:
   gets at most 0.2 (its cosine part).
 
 **The relevance floor.** \`min_relevance\` (0–1; default the service's
-\`RECALL_MIN_RELEVANCE\`, else the embedder's: 0.17, or 0.22 with the local model) leaves out, before weighting, every memory whose *absolute*
+\`RECALL_MIN_RELEVANCE\`, else the embedder's: 0.17, or 0.26 with the local model) leaves out, before weighting, every memory whose *absolute*
 relevance is below it, however recent or important: the same fusion with BM25 divided by
 the larger of the request's best BM25 and the query's full BM25 (the sum of its words'
 idf, a word no memory holds counting at document frequency 0: what a memory holding each

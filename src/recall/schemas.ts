@@ -62,7 +62,7 @@ export const recallBody = z
       .optional()
       .meta({
         description:
-          "Leave out memories whose absolute relevance is below this, before weighting (see the operation's description); default `RECALL_MIN_RELEVANCE`, else the embedder's (0.17; 0.22 with the local model). 0 ranks every candidate.",
+          "Leave out memories whose absolute relevance is below this, before weighting (see the operation's description); default `RECALL_MIN_RELEVANCE`, else the embedder's (0.17; 0.26 with the local model). 0 ranks every candidate.",
       }),
   });
 export type RecallBody = z.output<typeof recallBody>;

@@ -135,14 +135,14 @@ export const VECTOR_RELEVANCE_WEIGHT = 1 - TEXT_RELEVANCE_WEIGHT;
  * 0.4 / 0.5 / 0.6 / 0.7 / 0.8 / 1.0 without a floor: relevance only 0.655 / 0.665 / 0.665 / 0.662 /
  * 0.660 / 0.651 / 0.648 / 0.637; weights 0.1/0.1/0.8 0.612 / 0.640 / 0.646 / 0.646 / 0.645 / 0.644
  * / 0.639 / 0.636. But the cosine of unrelated text is ~0.3, so the more cosine in the relevance,
- * the higher the floor that keeps another user's questions to ~3 memories, and the more it costs:
- * with the weights 0.1/0.1/0.8, the best floor meeting both (loss ≤ 0.01, unrelated ≤ 3) gives
- * 0.637 at share 0.4 (floor 0.30), 0.637 at 0.5 (0.28), 0.633 at 0.6 (0.25), **0.639 at 0.7
- * (0.22)**. An OpenAI-compatible endpoint keeps the lexical split until measured with one.
+ * the higher the floor that keeps another user's questions to ~3 memories. Swept in steps of 0.01
+ * (README, "Choosing the offline embedder"), share 0.5 with floor 0.26 keeps the most under both
+ * rules (loss ≤ 0.01, unrelated ≤ 3). An OpenAI-compatible endpoint keeps the lexical split until
+ * measured with one.
  */
 export const TEXT_RELEVANCE_WEIGHTS: Readonly<Record<EmbedderKind, number>> = {
   lexical: TEXT_RELEVANCE_WEIGHT,
-  local: 0.7,
+  local: 0.5,
   openai: TEXT_RELEVANCE_WEIGHT,
 };
 
