@@ -1,9 +1,10 @@
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.js';
-import { freePort, rawHttp, runEntry, stop, waitForStatus, type ServiceProcess } from '../support/process.js';
+import { PACKAGE_ROOT } from '../../src/db/paths.js';
+import { freePort, rawHttp, runEntry, runNode, stop, waitForStatus, type ServiceProcess } from '../support/process.js';
 
 /**
  * The zero-setup default as a user meets it: `npm start` with no DATABASE_URL, REDIS_URL or key,
@@ -152,6 +153,20 @@ describe('npm start with nothing configured', { timeout: 180_000 }, () => {
     const contents = list.body.memories.map((m: { content: string }) => m.content);
     expect(contents).toContain('Alice grows tomatoes');
     expect(contents.filter((c: string) => /Miso/.test(c))).toHaveLength(1);
+  });
+
+  it("runs as package.json's start script says, one Node process with its flags, and stops cleanly on SIGTERM", async () => {
+    const script = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+    // One process under npm: a wrapper (tsx's CLI) would hold tens of MiB of its own for the server's life.
+    const [command, ...argv] = script.split(/\s+/);
+    expect(command).toBe('node');
+    const dataDir = tempDir();
+    const port = await freePort();
+    const proc = runNode(argv, { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' });
+    running.push(proc);
+    await waitForStatus(`http://127.0.0.1:${port}/readyz`, 200, proc);
+    expect(readdirSync(path.join(dataDir, 'pg'))).toContain('PG_VERSION');
+    expect(await stop(proc, 'SIGTERM')).toBe(0);
   });
 
   it('refuses a production configuration without a secret, naming the variable in one line', async () => {

@@ -22,7 +22,12 @@ export interface ServiceProcess {
 
 /** Runs one of the package's entry points (`src/main.ts`, `workers/extraction.ts`) as a real process. */
 export function runEntry(entry: string, env: Record<string, string | undefined>, args: string[] = []): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+  return runNode(['--import', 'tsx', entry, ...args], env);
+}
+
+/** Runs this Node with the given arguments (flags, then the script and its arguments) in the package's folder. */
+export function runNode(argv: string[], env: Record<string, string | undefined>): ServiceProcess {
+  const child = spawn(process.execPath, argv, {
     cwd: PACKAGE_ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
