@@ -230,7 +230,7 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
       sql`select array_agg(n.id)::text as ids from (
                 select m.id from memories m
                 where ${where} and length(m.embedding_bits) = ${dims}
-                order by m.embedding_bits::bit(${dims}) <~> (select binary_quantize(${vector}::vector)::bit(${dims})), m.occurred_at desc, m.id desc
+                order by m.embedding_bits::bit(${dims}) <~> (select binary_quantize(${vector}::vector)::bit(${dims}))
                 limit ${QUANTIZED_RERANK}) n`,
     ),
   ]);
