@@ -206,13 +206,16 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   pgvector's iterative scan where an operator has made one (README, "Users with many
  *   memories": faster recall, slower inserts); the nearest QUANTIZED_RERANK are re-ranked by
  *   their full vectors' cosine;
- * - text arm: through the search_text GIN index, the memories holding each query lexeme, at most
- *   LARGE_SCOPE_MATCHES_PER_TERM a lexeme (a rare lexeme, the kind that tells memories apart, is
- *   never cut; only one held by more memories than that), found by engram_recall_text_matches
- *   (migration 0009: as the owner, within the current tenant, since row-level security keeps @@
- *   from using the index); the request's other filters are applied when the rows are read;
- * - N is the scope's size (counted up to LARGE_SCOPE_COUNT_LIMIT on the narrow index); avgdl and
- *   the lexemes' df are those of the memories read, so a lexeme that was cut counts fewer.
+ * - text arm: through the search_text GIN index, the newest LARGE_SCOPE_MATCHES_PER_TERM memories
+ *   of each set of query lexemes: each lexeme held by at most LARGE_SCOPE_TERM_READ_LIMIT of the
+ *   user's memories (and the rarest), all of them, all but one, all but two (up to
+ *   LARGE_SCOPE_SUBSET_TERMS lexemes), found by engram_recall_text_sets (migration 0010: as the
+ *   owner, within the current tenant, since row-level security keeps @@ from using the index);
+ *   the request's other filters are applied when the rows are read;
+ * - N, avgdl and each lexeme's df are the user's current memories', from memory_lexeme_stats
+ *   (migration 0010, kept by triggers on every write), so a common word is not overrated for
+ *   having been read in part; a user with none current (an as_of before a supersede) falls back
+ *   to the scope counted up to LARGE_SCOPE_COUNT_LIMIT and the memories read.
  * On a scope no larger than the re-rank every memory is read, and the answer is the scan's.
  */
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
