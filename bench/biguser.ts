@@ -3,7 +3,10 @@
  * scan up to RECALL_SCAN_LIMIT memories in scope, the indexes past it) against the exact answer.
  *
  *   npm run bench -- biguser [--sizes 1000,2000,10000,100000] [--queries 200] [--data <locomo dir>]
- *     [--backend postgres|pglite]   (--data: the LoCoMo split's folder, as bench:locomo reads it)
+ *     [--backend postgres|pglite] [--database <name>]
+ *   (--data: the LoCoMo split's folder, as bench:locomo reads it; --database: a PostgreSQL database
+ *   of that name, made if missing and kept afterwards, its memories already loaded not loaded again,
+ *   so that one large load serves several runs)
  *
  * One user's memories are LoCoMo's turns (all conversations, cycled, each copy numbered so that no
  * two are the same fact), stored through `POST /memories` in batches of 1,000 with the service's
@@ -18,16 +21,15 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import postgres from 'postgres';
 import { signDevToken } from '../src/auth/sign.js';
-import { loadConfig, minRelevanceFor } from '../src/config.js';
+import { minRelevanceFor } from '../src/config.js';
+import { sql } from 'drizzle-orm';
+import { query } from '../src/db/client.js';
 import { withTenant } from '../src/db/tenant.js';
-import { createRuntime, type Runtime } from '../src/runtime.js';
 import { CANDIDATES_PER_ARM, RECALL_MAX_TERMS, collectCandidates, rankRecallCandidates } from '../src/recall/service.js';
 import { DEFAULT_WEIGHTS, TEXT_RELEVANCE_WEIGHTS } from '../src/recall/scoring.js';
 import { queryWordForms } from '../src/recall/word-forms.js';
-import { adminUrl, databaseUrl } from '../test/support/env.js';
+import { openBenchRuntime } from './bench-runtime.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,6 +37,7 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '200' },
     data: { type: 'string' },
     backend: { type: 'string', default: 'postgres' },
+    database: { type: 'string' },
   },
 });
 if (!values.data) {
@@ -48,36 +51,7 @@ const questions = read<{ question: string }>('queries.jsonl').slice(0, Number(va
 
 const secret = `bench-biguser-${randomUUID()}-${randomUUID()}`;
 const env = { AUTH_JWT_SECRET: secret, LOG_LEVEL: 'silent', REQUEST_TIMEOUT_MS: '600000', EMBEDDINGS: process.env.EMBEDDINGS ?? 'lexical', EMBEDDING_DIMENSIONS: process.env.EMBEDDING_DIMENSIONS };
-let runtime: Runtime;
-let close: () => Promise<void>;
-let analyze: () => Promise<void>;
-if (values.backend === 'pglite') {
-  const { openPglite } = await import('../src/db/pglite.js');
-  const database = await openPglite({ dataDir: undefined });
-  runtime = await createRuntime({ ...loadConfig(env), migrateOnStart: true }, { logger: pino({ level: 'silent' }), database });
-  analyze = async () => void (await database.client.query('vacuum (analyze) memories'));
-  close = async () => {
-    await runtime.close();
-    await database.close();
-  };
-} else {
-  const name = `engram_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  await admin.end();
-  runtime = await createRuntime(loadConfig({ ...env, DATABASE_URL: databaseUrl(name), MIGRATE_ON_START: 'true' }), { logger: pino({ level: 'silent' }) });
-  analyze = async () => {
-    const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
-    await owner.unsafe('vacuum (analyze) memories');
-    await owner.end();
-  };
-  close = async () => {
-    await runtime.close();
-    const a = postgres(adminUrl(), { max: 1, onnotice: () => {} });
-    await a.unsafe(`drop database if exists ${name} with (force)`);
-    await a.end();
-  };
-}
+const { runtime, vacuum: analyze, close } = await openBenchRuntime(env, { backend: values.backend!, database: values.database });
 
 const tenant = 'bench-biguser';
 const user = 'u';
@@ -91,8 +65,13 @@ const start = Date.UTC(2020, 0, 1);
 
 try {
   process.stdout.write(`embedder ${runtime.services.embedder.name}, backend ${values.backend}, ${questions.length} questions\n`);
-  let loaded = 0;
+  // Memories of the user already there (a kept --database): loaded once, by an earlier run.
+  let loaded = await withTenant(runtime.services.database, tenant, async (tx) => {
+    const [row] = await query<{ n: number | string }>(tx, sql`select count(*) as n from memories where tenant_id = ${tenant} and user_id = ${user}`);
+    return Number(row?.n ?? 0);
+  });
   for (const size of sizes) {
+    if (size < loaded) throw new Error(`the user already has ${loaded} memories, more than ${size}`);
     const t0 = performance.now();
     for (let i = loaded; i < size; i += 1000) {
       const n = Math.min(1000, size - i);
@@ -100,7 +79,7 @@ try {
       const res = await request('/memories', { memories });
       if (res.status !== 201) throw new Error(`POST /memories answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
     }
-    const rate = (size - loaded) / ((performance.now() - t0) / 1000);
+    const rate = size === loaded ? Number.NaN : (size - loaded) / ((performance.now() - t0) / 1000);
     loaded = size;
     await analyze();
     const now = new Date(start + size * 3_600_000);
@@ -122,7 +101,7 @@ try {
     }
     latencies.sort((a, b) => a - b);
     process.stdout.write(
-      `${String(size).padStart(7)} memories: bulk insert ${Math.round(rate)}/s; recall limit 10 p50 ${percentile(latencies, 50).toFixed(2)} ms, p95 ${percentile(latencies, 95).toFixed(2)} ms; recall@10 vs exact ${(overlap / questions.length).toFixed(3)}\n`,
+      `${String(size).padStart(7)} memories: ${Number.isNaN(rate) ? 'already loaded' : `bulk insert ${Math.round(rate)}/s`}; recall limit 10 p50 ${percentile(latencies, 50).toFixed(2)} ms, p95 ${percentile(latencies, 95).toFixed(2)} ms; recall@10 vs exact ${(overlap / questions.length).toFixed(3)}\n`,
     );
   }
   process.stdout.write(`load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}\n`);

@@ -8,6 +8,7 @@
  *   npm run bench -- hostile                        one tenant's costly recalls against another's latency
  *   npm run bench -- scale                          recall's vector arm at 1,000-100,000 memories per user
  *   npm run bench -- biguser                        recall end to end for one user with 1,000-100,000 memories
+ *   npm run bench -- tenant                         one tenant of 1,000 users × 1,000 memories: load, sizes, recall
  *   npm run bench -- redact                         the PII redactor's throughput over transcript text
  *   npm run bench -- ops --quick                    each route's latency over HTTP against its database floor
  *   npm run bench -- export                         export rows/s and RSS growth at 100,000 memories, then import rows/s
@@ -18,7 +19,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile', 'scale', 'biguser', 'redact', 'ops', 'export', 'webhooks'];
+const BENCHMARKS = ['locomo', 'extract', 'startup', 'fusion', 'hostile', 'scale', 'biguser', 'tenant', 'redact', 'ops', 'export', 'webhooks'];
 const [name, ...args] = process.argv.slice(2);
 if (!name || !BENCHMARKS.includes(name)) {
   process.stderr.write(`usage: npm run bench -- <${BENCHMARKS.join('|')}> [options]\n`);

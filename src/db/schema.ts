@@ -160,3 +160,9 @@ export const tenantSettings = pgTable('tenant_settings', {
 });
 
 export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings', 'webhook_endpoints', 'webhook_deliveries'] as const;
+/**
+ * Tenant tables the application only reads, kept by the database's triggers from the tables above
+ * (migration 0010: memory_lexeme_stats, recall's word counts of a large scope); row-level security
+ * holds them to the tenant all the same.
+ */
+export const derivedTenantTables = ['memory_lexeme_stats'] as const;

@@ -47,6 +47,23 @@ export interface Bm25Collection {
   documents: number;
   /** Their mean length; floored at 1, so memories without lexemes cannot divide by zero. */
   averageLength: number;
+  /**
+   * How many memories in scope hold each lexeme, where that is known beyond the documents given
+   * (a large scope reads only some of those that share a common word: repository.ts).
+   */
+  frequencies?: ReadonlyMap<string, number> | undefined;
+}
+
+/**
+ * A term's df: the documents given that hold it, or the known count when larger (a term of several
+ * forms: their counts summed, as a memory rarely holds two forms of one word; at most N).
+ */
+export function termDocumentFrequency(counted: number, term: readonly string[], collection: Pick<Bm25Collection, 'documents' | 'frequencies'>): number {
+  const known = collection.frequencies;
+  if (!known) return counted;
+  let sum = 0;
+  for (const lexeme of new Set(term)) sum += known.get(lexeme) ?? 0;
+  return Math.max(counted, Math.min(sum, collection.documents));
 }
 
 /** Each lexeme → the indexes of the query terms it belongs to, so a document's lexemes are looked up once. */
@@ -85,7 +102,7 @@ export function bm25Scores(
     for (const [index, tf] of tfs) if (tf > 0) df[index]!++;
     return tfs;
   });
-  const idf = df.map((n) => (n === 0 ? 0 : bm25Idf(Math.max(collection.documents, n), n)));
+  const idf = df.map((n, index) => (n === 0 ? 0 : bm25Idf(Math.max(collection.documents, n), termDocumentFrequency(n, terms[index]!, collection))));
   const scores = new Map<string, number>();
   documents.forEach((d, i) => {
     const tfs = tfsOf[i]!;

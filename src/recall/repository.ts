@@ -51,6 +51,8 @@ export interface RecallSignals {
   averageLength: number;
   /** Every memory in scope that shares a lexeme with the query, and the vector arm's top N. */
   rows: SignalRow[];
+  /** How many of the user's current memories hold each query lexeme, where rows holds only some. */
+  frequencies?: Map<string, number>;
 }
 
 /**
@@ -67,6 +69,8 @@ export interface RawSignals {
   capped: boolean | string;
   average_length: number | string | null;
   memories: string | null;
+  /** JSON: {lexeme: df, ...}, the large scope's counts (memory_lexeme_stats). */
+  frequencies?: string | null;
 }
 
 /** The scope's conditions: the user, the request's filters, validity and `as_of` (or now). */
@@ -118,13 +122,17 @@ function queryLexemeCtes(q: SignalsQuery): SQL {
       query as materialized (select array_agg(distinct lexeme) as lexemes from lexemes)`;
 }
 
-/** The statement's output columns, from a CTE `scope` (a row per memory read) and the scope's size. */
-function signalsSelect(q: SignalsQuery, documents: SQL, capped: SQL): SQL {
+/**
+ * The statement's output columns, from a CTE `scope` (a row per memory read) and the scope's size;
+ * the mean length is that of the memories read unless given.
+ */
+function signalsSelect(q: SignalsQuery, documents: SQL, capped: SQL, extra?: { averageLength: SQL; frequencies: SQL }): SQL {
   return sql`
       select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
              ${documents} as documents,
              ${capped} as capped,
-             (select avg(dl)::float8 from scope) as average_length,
+             ${extra ? sql`${extra.averageLength}::float8` : sql`(select avg(dl)::float8 from scope)`} as average_length,${extra ? sql`
+             ${extra.frequencies} as frequencies,` : sql``}
              (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n')
               from scope s
               where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})) as memories`;
@@ -187,8 +195,16 @@ function vectorLiteral(embedding: readonly number[]): string {
  * the Hamming distance of the quantized ones (`npm run bench -- scale`).
  */
 export const QUANTIZED_RERANK = 400;
-/** At most this many memories holding one query lexeme join the text arm of a large scope. */
+/** At most this many memories holding one query lexeme join the text arm of a large scope, the newest. */
 export const LARGE_SCOPE_MATCHES_PER_TERM = 300;
+/**
+ * A query lexeme held by more of the user's memories than this brings none to a large scope's text
+ * arm (unless it is the query's rarest): reading them all to keep the newest would cost more than
+ * such a common word is worth to BM25. It still counts in the score of every memory read.
+ */
+export const LARGE_SCOPE_TERM_READ_LIMIT = 2000;
+/** Up to this many query lexemes, the text arm also reads the memories holding all of them but two. */
+export const LARGE_SCOPE_SUBSET_TERMS = 8;
 /** A large scope's size (BM25's N) is counted up to this many memories; a larger one counts as this. */
 export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
 
@@ -200,53 +216,89 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   pgvector's iterative scan where an operator has made one (README, "Users with many
  *   memories": faster recall, slower inserts); the nearest QUANTIZED_RERANK are re-ranked by
  *   their full vectors' cosine;
- * - text arm: through the search_text GIN index, the memories holding each query lexeme, at most
- *   LARGE_SCOPE_MATCHES_PER_TERM a lexeme (a rare lexeme, the kind that tells memories apart, is
- *   never cut; only one held by more memories than that), found by engram_recall_text_matches
- *   (migration 0009: as the owner, within the current tenant, since row-level security keeps @@
- *   from using the index); the request's other filters are applied when the rows are read;
- * - N is the scope's size (counted up to LARGE_SCOPE_COUNT_LIMIT on the narrow index); avgdl and
- *   the lexemes' df are those of the memories read, so a lexeme that was cut counts fewer.
+ * - text arm: through the search_text GIN index, the newest LARGE_SCOPE_MATCHES_PER_TERM memories
+ *   of each set of query lexemes: each lexeme held by at most LARGE_SCOPE_TERM_READ_LIMIT of the
+ *   user's memories (and the rarest), all of them, all but one, all but two (up to
+ *   LARGE_SCOPE_SUBSET_TERMS lexemes), found by engram_recall_text_sets (migration 0010: as the
+ *   owner, within the current tenant, since row-level security keeps @@ from using the index);
+ *   the request's other filters are applied when the rows are read;
+ * - N, avgdl and each lexeme's df are the user's current memories', from memory_lexeme_stats
+ *   (migration 0010, kept by triggers on every write), so a common word is not overrated for
+ *   having been read in part; a user with none current (an as_of before a supersede) falls back
+ *   to the scope counted up to LARGE_SCOPE_COUNT_LIMIT and the memories read.
  * On a scope no larger than the re-rank every memory is read, and the answer is the scan's.
  */
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
   const vector = `[${q.embedding.join(',')}]`;
   const where = scopeConditions(q);
+  // The query's vector and bits in scalar subqueries, computed once: the driver prepares statements,
+  // and PostgreSQL's generic plan (after five runs) would otherwise parse and quantize them per row.
   // A literal, so the planner can match a partial index on one size (an integer: no injection).
   const dims = sql.raw(String(Math.trunc(q.embedding.length)));
   // An HNSW index on the bits, where an operator made one, is walked with iterative scans (SET LOCAL).
   const [, near] = await Promise.all([
     query(tx, sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(QUANTIZED_RERANK)}, true)`),
-    query<{ ids: string | null; documents: number | string }>(
+    query<{ ids: string | null }>(
       tx,
-      // The scope's size (BM25's N) in the same round trip, on the same narrow index.
-      sql`select (select array_agg(n.id)::text from (
+      sql`select array_agg(n.id)::text as ids from (
                 select m.id from memories m
                 where ${where} and length(m.embedding_bits) = ${dims}
-                order by m.embedding_bits::bit(${dims}) <~> binary_quantize(${vector}::vector)::bit(${dims})
-                limit ${QUANTIZED_RERANK}) n) as ids,
-              (select count(*) from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c) as documents`,
+                order by m.embedding_bits::bit(${dims}) <~> (select binary_quantize(${vector}::vector)::bit(${dims}))
+                limit ${QUANTIZED_RERANK}) n`,
     ),
   ]);
   const nearIds = near[0]?.ids ?? '{}';
-  const documents = Number(near[0]?.documents ?? 0);
   const [raw] = await query<RawSignals>(
     tx,
     sql`
       with ${queryLexemeCtes(q)},
+      stats as materialized (
+        select s.lexeme, s.documents, s.lengths from memory_lexeme_stats s
+        where s.tenant_id = ${q.tenantId} and s.user_id = ${q.userId} and s.lexeme = any(array_append((select lexemes from query), ''))
+      ),
+      quoted as materialized (
+        select l.lexeme, chr(39) || replace(replace(l.lexeme, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39) as term,
+               coalesce(s.documents, 0) as documents, row_number() over (order by coalesce(s.documents, 0), l.lexeme) as rarest
+        from unnest((select lexemes from query)) as l(lexeme) left join stats s on s.lexeme = l.lexeme
+      ),
+      sets as materialized (
+        select array(
+          select term from quoted
+          where documents <= ${LARGE_SCOPE_TERM_READ_LIMIT} or rarest = 1 or not exists (select 1 from stats where lexeme = '')
+          union
+          select string_agg(term, ' & ' order by lexeme) from quoted having count(*) >= 2
+          union
+          select string_agg(q.term, ' & ' order by q.lexeme) from quoted o cross join quoted q
+          where q.lexeme <> o.lexeme group by o.lexeme having count(*) >= 2
+          union
+          select string_agg(q.term, ' & ' order by q.lexeme) from quoted o1 join quoted o2 on o1.lexeme < o2.lexeme cross join quoted q
+          where q.lexeme <> o1.lexeme and q.lexeme <> o2.lexeme and (select count(*) from quoted) <= ${LARGE_SCOPE_SUBSET_TERMS}
+          group by o1.lexeme, o2.lexeme having count(*) >= 2
+        ) as sets
+      ),
       matched as materialized (
-        select t.id from engram_recall_text_matches(${q.userId}, (select lexemes from query), ${LARGE_SCOPE_MATCHES_PER_TERM},
+        select t.id from engram_recall_text_sets(${q.userId}, (select sets from sets), ${LARGE_SCOPE_MATCHES_PER_TERM},
           ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz) t
       ),
       picked as materialized (select unnest(${nearIds}::uuid[]) as id union select id from matched),
       scope as materialized (
-        select m.id, m.importance, m.occurred_at, m.embedding <=> ${vector}::vector as distance,
+        select m.id, m.importance, m.occurred_at, m.embedding <=> (select ${vector}::vector) as distance,
                length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', q.lexemes), '{a}') as hit
         from memories m
         cross join query q
         where ${where} and m.id in (select id from picked) and vector_dims(m.embedding) = ${q.embedding.length}
       )
-      ${signalsSelect(q, sql`${documents}::int`, sql`false`)}
+      ${signalsSelect(
+        q,
+        // The user's current memories, counted on write; else (none current, e.g. an as_of before
+        // a supersede) the scope counted on the narrow index, up to a bound.
+        sql`coalesce((select documents from stats where lexeme = ''), (select count(*) from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c))::int`,
+        sql`false`,
+        {
+          averageLength: sql`coalesce((select lengths::float8 / nullif(documents, 0) from stats where lexeme = ''), (select avg(dl) from scope))`,
+          frequencies: sql`(select json_object_agg(lexeme, documents)::text from stats where lexeme <> '')`,
+        },
+      )}
     `,
   );
   return parseRecallSignals(raw);
@@ -260,6 +312,7 @@ export function parseRecallSignals(raw: RawSignals | undefined): RecallSignals {
   signals.documents = Number(raw.documents);
   signals.capped = raw.capped === true || raw.capped === 't' || raw.capped === 'true';
   signals.averageLength = raw.average_length === null ? 0 : Number(raw.average_length);
+  if (raw.frequencies) signals.frequencies = new Map(Object.entries(JSON.parse(raw.frequencies) as Record<string, number | string>).map(([l, n]) => [l, Number(n)]));
   const text = raw.memories ?? '';
   // Each line: `id dl distance importance occurred_ms hit`, read with indexes (no split arrays).
   for (let start = 0; start < text.length; ) {

@@ -1,5 +1,5 @@
 import type { EmbedderKind } from '../config.js';
-import { bm25Idf, termsByLexeme } from './bm25.js';
+import { bm25Idf, termDocumentFrequency, termsByLexeme } from './bm25.js';
 
 /**
  * Recall's scoring core: pure functions, no I/O. Every component is in [0, 1] before weighting, so
@@ -194,12 +194,14 @@ export function absoluteRelevance(signals: RelevanceSignals, textWeight = TEXT_R
  * The query's full BM25: Σ idf over its terms, what a memory of average length holding each term
  * once would score (tf 1 at dl = avgdl gives idf · 1). A term no memory holds counts with df 0, so
  * a query about something the user never mentioned has a large full score that no memory comes
- * near. `documents` must hold every memory in scope that shares a term with the query.
+ * near. `documents` must hold every memory in scope that shares a term with the query, or
+ * `frequencies` count them (repository.ts, a large scope).
  */
 export function fullTextScore(
   terms: ReadonlyArray<readonly string[]>,
   documents: ReadonlyArray<{ lexemes: ReadonlyMap<string, number> }>,
   documentCount: number,
+  frequencies?: ReadonlyMap<string, number>,
 ): number {
   // Linear in the documents' lexemes, as bm25Scores is, not terms × documents.
   const termsOf = termsByLexeme(terms);
@@ -209,7 +211,8 @@ export function fullTextScore(
     for (const [lexeme, occurrences] of d.lexemes) if (occurrences > 0) for (const index of termsOf.get(lexeme) ?? []) held.add(index);
     for (const index of held) df[index]!++;
   }
-  return df.reduce((full, n) => full + bm25Idf(Math.max(documentCount, n), n), 0);
+  const collection = { documents: documentCount, frequencies };
+  return df.reduce((full, n, index) => full + bm25Idf(Math.max(documentCount, n), termDocumentFrequency(n, terms[index]!, collection)), 0);
 }
 
 export interface ArmSignals {

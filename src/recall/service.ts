@@ -107,9 +107,9 @@ export async function collectCandidates(
 export function candidatesFromSignals(signals: RecallSignals, poolSize: number): CandidatePool {
   const terms = queryTerms(signals.lexemes);
   const documents = signals.rows.filter((r) => r.hits.size > 0).map((r) => ({ id: r.id, length: r.length, lexemes: r.hits }));
-  const scores = bm25Scores(terms, documents, { documents: signals.documents, averageLength: signals.averageLength });
+  const scores = bm25Scores(terms, documents, { documents: signals.documents, averageLength: signals.averageLength, frequencies: signals.frequencies });
   const rows = signals.rows.map((r) => ({ id: r.id, importance: r.importance, occurredAt: r.occurredAt, similarity: r.similarity, textScore: scores.get(r.id) ?? 0 }));
-  return { candidates: mergeArms(rows, poolSize), fullTextScore: fullTextScore(terms, documents, signals.documents) };
+  return { candidates: mergeArms(rows, poolSize), fullTextScore: fullTextScore(terms, documents, signals.documents, signals.frequencies) };
 }
 
 /**

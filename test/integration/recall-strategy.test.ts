@@ -78,6 +78,42 @@ describe('recall strategy by the size of the scope', () => {
     expect(under.used).toBe('scan');
   });
 
+  it('keeps the lexeme counts of a large scope (BM25 df, N, avgdl) equal to the memories after every kind of write', async () => {
+    const who = 'lex';
+    const t = await tokenFor({ tenant, user: who });
+    // The counts as the triggers keep them, and as the current memories give them, side by side.
+    const kept = () =>
+      app.ownerQuery<{ lexeme: string; documents: string; lengths: string }>(
+        `select lexeme, documents::text, lengths::text from memory_lexeme_stats where tenant_id = $1 and user_id = $2 order by lexeme`,
+        [tenant, who],
+      );
+    const truth = () =>
+      app.ownerQuery<{ lexeme: string; documents: string; lengths: string }>(
+        `select lexeme, count(*)::text as documents, (case when lexeme = '' then sum(length(search_text)) else 0 end)::text as lengths
+         from memories m cross join lateral unnest(array_append(tsvector_to_array(m.search_text), '')) as u(lexeme)
+         where tenant_id = $1 and user_id = $2 and valid_to is null group by lexeme order by lexeme`,
+        [tenant, who],
+      );
+    const added = await app.call('POST', '/memories', {
+      token: t,
+      body: { memories: [{ content: `${WORDS[0]} ${WORDS[1]} by the lake` }, { content: `${WORDS[1]} ${WORDS[2]} in the hills` }, { content: `${WORDS[2]} alone` }] },
+    });
+    expect(added.status).toBe(201);
+    const ids = (added.body as { memories: Array<{ id: string }> }).memories.map((m) => m.id);
+    expect((await kept()).length).toBeGreaterThan(3);
+    expect(await kept()).toEqual(await truth());
+    // The same fact again supersedes the first (an update of valid_to), a patch changes words, a delete removes them.
+    expect((await app.call('POST', '/memories', { token: t, body: { memories: [{ content: `${WORDS[0]} ${WORDS[1]} by the lake` }] } })).status).toBe(201);
+    expect(await kept()).toEqual(await truth());
+    expect((await app.call('PATCH', `/memories/${ids[1]}`, { token: t, body: { content: `${WORDS[3]} in the valley` } })).status).toBe(200);
+    expect(await kept()).toEqual(await truth());
+    expect((await app.call('DELETE', `/memories/${ids[2]}`, { token: t })).status).toBeLessThan(300);
+    const after = await kept();
+    expect(after).toEqual(await truth());
+    // A word no current memory holds any longer leaves no row behind.
+    expect(after.map((r) => r.lexeme)).not.toContain(WORDS[2]);
+  });
+
   // 2,001 memories: on PostgreSQL only, where it takes a few seconds (the embedded backend is checked
   // by the test above, with a small scan limit).
   it.skipIf(TEST_BACKEND === 'pglite')(`through the API: a user crossing ${RECALL_SCAN_LIMIT} memories keeps being answered, the oldest included`, async () => {

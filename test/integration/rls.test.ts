@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APP_ROLE, assertServingRoleIsSafe, query, UnsafeRoleError, type Database, type Db } from '../../src/db/client.js';
 import { openPostgres } from '../../src/db/postgres.js';
-import { tenantTables } from '../../src/db/schema.js';
+import { derivedTenantTables, tenantTables } from '../../src/db/schema.js';
 import { withTenant } from '../../src/db/tenant.js';
 import { TEST_DATABASE_URL } from '../support/env.js';
 import { ownerSql, uniqueTenant } from '../support/harness.js';
@@ -247,19 +247,19 @@ describe('the role requests run under', () => {
     expect(role).toEqual({ current_user: APP_ROLE, rolsuper: false, rolbypassrls: false, owned: 0 });
   });
 
-  it('every tenant table has row-level security enabled and forced, with a tenant policy for USING and WITH CHECK', async () => {
+  it('every tenant table (derived ones too) has row-level security enabled and forced, with a tenant policy for USING and WITH CHECK', async () => {
     const rows = await owner`
       select c.relname, c.relrowsecurity, c.relforcerowsecurity
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where n.nspname = 'public' and c.relname in ${owner([...tenantTables])}
+      where n.nspname = 'public' and c.relname in ${owner([...tenantTables, ...derivedTenantTables])}
       order by c.relname`;
-    expect(rows.map((r) => r.relname)).toEqual([...tenantTables].sort());
+    expect(rows.map((r) => r.relname)).toEqual([...tenantTables, ...derivedTenantTables].sort());
     for (const row of rows) expect({ table: row.relname, rls: row.relrowsecurity, force: row.relforcerowsecurity }).toEqual({ table: row.relname, rls: true, force: true });
 
     const policies = await owner`
       select tablename, qual, with_check from pg_policies
-      where schemaname = 'public' and tablename in ${owner([...tenantTables])} and policyname = 'tenant_isolation'`;
-    expect(policies.map((p) => p.tablename).sort()).toEqual([...tenantTables].sort());
+      where schemaname = 'public' and tablename in ${owner([...tenantTables, ...derivedTenantTables])} and policyname = 'tenant_isolation'`;
+    expect(policies.map((p) => p.tablename).sort()).toEqual([...tenantTables, ...derivedTenantTables].sort());
     for (const p of policies) {
       expect(p.qual).toContain("current_setting('app.tenant_id'");
       expect(p.with_check).toContain("current_setting('app.tenant_id'");
@@ -270,7 +270,7 @@ describe('the role requests run under', () => {
     const rows = await owner`
       select table_name from information_schema.columns
       where table_schema = 'public' and column_name = 'tenant_id' order by table_name`;
-    expect(rows.map((r) => r.table_name)).toEqual([...tenantTables].sort());
+    expect(rows.map((r) => r.table_name)).toEqual([...tenantTables, ...derivedTenantTables].sort());
   });
 });
 
