@@ -13,11 +13,14 @@ const caches = new WeakMap<Embedder, Map<string, Promise<number[]>>>();
  * The query's vector, from the embedder or from its most recently used ones. The promise is kept,
  * so concurrent recalls of one query share one call; a failed call is forgotten at once, so an
  * outage is never remembered. Keyed by the embedder instance: a service re-embedding with another
- * embedder (or dimensions) never sees this one's vectors. Callers must not change the vector.
+ * embedder (or dimensions) never sees this one's vectors. And by tenant: a hit answers faster, so
+ * a shared entry would let one tenant time whether another recently asked a given question.
+ * Callers must not change the vector.
  */
-export function embedQuery(embedder: Embedder, text: string): Promise<number[]> {
+export function embedQuery(embedder: Embedder, tenantId: string, query: string): Promise<number[]> {
   let cache = caches.get(embedder);
   if (!cache) caches.set(embedder, (cache = new Map()));
+  const text = `${tenantId}\u0000${query}`;
   const known = cache.get(text);
   if (known) {
     // A Map iterates in insertion order: moved to the end, the first entry is the least recent.
@@ -25,7 +28,7 @@ export function embedQuery(embedder: Embedder, text: string): Promise<number[]> 
     cache.set(text, known);
     return known;
   }
-  const embedding = embedder.embed([text]).then(([vector]) => vector!);
+  const embedding = embedder.embed([query]).then(([vector]) => vector!);
   cache.set(text, embedding);
   if (cache.size > QUERY_EMBEDDING_CACHE_SIZE) cache.delete(cache.keys().next().value!);
   embedding.catch(() => {

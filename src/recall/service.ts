@@ -144,7 +144,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
   const weights = body.weights ?? DEFAULT_WEIGHTS;
   const asOf = body.as_of ? new Date(body.as_of) : undefined;
   const now = asOf ?? ctx.services.clock();
-  const embedding = await embedQuery(ctx.services.embedder, body.query);
+  const embedding = await embedQuery(ctx.services.embedder, ctx.principal.tenantId, body.query);
   const halfLifeHours = body.recency_half_life_hours ?? ctx.services.config.recall.halfLifeHours;
   const minRelevance = body.min_relevance ?? minRelevanceFor(ctx.services.config, ctx.services.embedder.kind);
   const { candidates, ranked } = await tenantLimiter.run(ctx.principal.tenantId, () => withTenant(ctx.services.database, ctx.principal.tenantId, async (tx) => {
