@@ -73,13 +73,61 @@ export async function insertMemoriesSkippingDuplicates(tx: Db, rows: NewMemoryRo
     .returning({ ...memoryColumns, contentHash: memories.contentHash });
 }
 
+/** One row's placeholders of INSERT_MEMORY, with the casts the driver's text parameters need. */
+const MEMORY_ROW_CASTS = [
+  '', 'uuid', '', '', '', '', '', 'vector', 'smallint', '', 'jsonb',
+  'timestamptz', 'timestamptz', 'timestamptz', 'timestamptz', 'uuid', 'jsonb', 'timestamptz', 'uuid',
+] as const;
+const MEMORY_INSERT_HEAD =
+  'insert into memories (tenant_id, id, user_id, agent_id, run_id, content, content_hash, embedding, importance, category, metadata, ' +
+  'occurred_at, expires_at, created_at, updated_at, source_job_id, source, valid_to, superseded_by) values ';
+
+/** The insert of `count` rows as fixed text, built once per count: drizzle's builder was most of an add's query-building CPU. */
+const memoryInserts = new Map<number, string>();
+function memoryInsertText(count: number): string {
+  let text = memoryInserts.get(count);
+  if (text === undefined) {
+    const width = MEMORY_ROW_CASTS.length;
+    const rows = Array.from({ length: count }, (_, r) =>
+      `(${MEMORY_ROW_CASTS.map((cast, c) => {
+        const placeholder = `$${r * width + c + 1}${cast ? `::${cast}` : ''}`;
+        return c === 1 ? `coalesce(${placeholder}, gen_random_uuid())` : placeholder;
+      }).join(', ')})`,
+    );
+    text = `${MEMORY_INSERT_HEAD}${rows.join(', ')} returning ${MEMORY_COLUMNS_SQL}, content_hash`;
+    if (count <= 128) memoryInserts.set(count, text);
+  }
+  return text;
+}
+
+const isoOrNull = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
 /** Inserts rows as given; the caller holds the user's lock and has superseded identical ones. */
 export async function insertMemories(tx: Db, rows: NewMemoryRow[]): Promise<Array<MemoryFields & { contentHash: string }>> {
   if (rows.length === 0) return [];
-  return tx
-    .insert(memories)
-    .values(rows.map((row) => ({ ...row, updatedAt: row.createdAt, sourceJobId: row.sourceJobId ?? null, source: row.source ?? null })))
-    .returning({ ...memoryColumns, contentHash: memories.contentHash });
+  const parameters = rows.flatMap((row) => [
+    row.tenantId,
+    row.id ?? null,
+    row.userId,
+    row.agentId,
+    row.runId,
+    row.content,
+    row.contentHash,
+    `[${row.embedding.join(',')}]`,
+    row.importance,
+    row.category,
+    JSON.stringify(row.metadata),
+    row.occurredAt.toISOString(),
+    isoOrNull(row.expiresAt),
+    row.createdAt.toISOString(),
+    row.createdAt.toISOString(),
+    row.sourceJobId ?? null,
+    row.source ? JSON.stringify(row.source) : null,
+    isoOrNull(row.validTo),
+    row.supersededBy ?? null,
+  ]);
+  const inserted = await queryText<RawMemoryRow & { content_hash: string }>(tx, memoryInsertText(rows.length), parameters);
+  return inserted.map((r) => ({ ...memoryFromRow(r), contentHash: r.content_hash }));
 }
 
 export async function findCurrentByHashes(
@@ -275,9 +323,26 @@ export async function deleteEventsOfMemories(tx: Db, tenantId: string, memoryIds
   return rows.length;
 }
 
+const EVENT_INSERT_HEAD = 'insert into memory_events (tenant_id, memory_id, user_id, event, old_content, new_content, job_id, actor, created_at) values ';
+const EVENT_WIDTH = 9;
+const eventInserts = new Map<number, string>();
+function eventInsertText(count: number): string {
+  let text = eventInserts.get(count);
+  if (text === undefined) {
+    const rows = Array.from({ length: count }, (_, r) => {
+      const at = (c: number) => `$${r * EVENT_WIDTH + c}`;
+      return `(${at(1)}, ${at(2)}::uuid, ${at(3)}, ${at(4)}, ${at(5)}, ${at(6)}, ${at(7)}::uuid, ${at(8)}, coalesce(${at(9)}::timestamptz, now()))`;
+    });
+    text = EVENT_INSERT_HEAD + rows.join(', ');
+    if (count <= 128) eventInserts.set(count, text);
+  }
+  return text;
+}
+
 export async function insertEvents(tx: Db, events: NewMemoryEvent[]): Promise<void> {
   if (events.length === 0) return;
-  await tx.insert(memoryEvents).values(events);
+  const parameters = events.flatMap((e) => [e.tenantId, e.memoryId, e.userId, e.event, e.oldContent, e.newContent, e.jobId, e.actor, isoOrNull(e.createdAt)]);
+  await queryText(tx, eventInsertText(events.length), parameters);
 }
 
 /** The history of one memory, or of several (an export page), oldest first. */
