@@ -124,7 +124,8 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
     return new DomainError('validation_failed', message, { errors: [{ path: '', message }] });
   }
   if (error instanceof ProviderUnavailableError || error instanceof ProviderOutputError) {
-    services.logger.warn({ requestId, code: error.code }, 'model provider unavailable');
+    // Our own wording of the provider's failure (never the texts sent): the operator needs the cause.
+    services.logger.warn({ requestId, code: error.code, cause: error.message }, 'model provider unavailable');
     return new DomainError('unavailable', 'the embedding provider is unavailable; retry later', { retryAfterSeconds: 5 });
   }
   services.logger.error({ requestId, err: errorSummary(error) }, 'unhandled error');

@@ -169,6 +169,24 @@ describe('npm start with nothing configured', { timeout: 180_000 }, () => {
     expect(await stop(proc, 'SIGTERM')).toBe(0);
   });
 
+  it("serves the local semantic embedder under the start script's flags, next to PGlite's WebAssembly", async () => {
+    // One V8 worker thread left TensorFlow.js's WebAssembly backend uninitialised: every add 503.
+    const script = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+    const [, ...argv] = script.split(/\s+/);
+    const dataDir = tempDir();
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const proc = runNode(argv, { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', EMBEDDINGS: 'local' });
+    running.push(proc);
+    await waitForStatus(`${base}/readyz`, 200, proc);
+    const token = await mintToken(dataDir);
+    const added = await api(base, token, 'POST', '/memories', { memories: [{ content: 'User bought a new car last week' }, { content: 'User enjoys baking sourdough bread' }] });
+    expect(added.status).toBe(201);
+    const recalled = await api(base, token, 'POST', '/memories/recall', { query: 'automobile purchase', limit: 1, min_relevance: 0 });
+    expect(recalled.status).toBe(200);
+    expect(recalled.body.memories[0].content).toBe('User bought a new car last week');
+  });
+
   it('refuses a production configuration without a secret, naming the variable in one line', async () => {
     const proc = runEntry('src/main.ts', { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/engram_test', DATA_DIR: tempDir() });
     expect(await proc.exited).toBe(1);
