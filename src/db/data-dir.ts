@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -54,4 +54,63 @@ export function tightenDataDir(dir: string): void {
     if ((stat.mode & 0o777) !== wanted) chmodSync(current, wanted);
     if (stat.isDirectory()) for (const name of readdirSync(current)) pending.push(path.join(current, name));
   }
+}
+
+export class DataDirInUseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DataDirInUseError';
+  }
+}
+
+/** The lock's file name in DATA_DIR: it holds the pid of the one process serving the folder. */
+export const DATA_DIR_LOCK = 'engram.lock';
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes DATA_DIR for this process alone. PGlite is one process's database: a second process on
+ * the same folder starts without error, sees only its own writes, and one side's acknowledged
+ * writes are gone after a restart. A lock left by a process that died (kill -9) is taken over.
+ * Returns the release, which removes the lock if it is still this process's.
+ */
+export function lockDataDir(dir: string): () => void {
+  const lockPath = path.join(path.resolve(dir), DATA_DIR_LOCK);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = openSync(lockPath, 'wx', 0o600);
+      writeSync(fd, `${process.pid}\n`);
+      closeSync(fd);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number.parseInt(readFileSync(lockPath, 'utf8'), 10);
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+        throw new DataDirInUseError(
+          `DATA_DIR ${path.dirname(lockPath)} is in use by process ${holder} (the embedded database serves one process); stop it first, or delete ${lockPath} if no Engram runs there`,
+        );
+      }
+      // Stale (its process is gone) or ours: remove it and take it, once; a racing starter then finds ours.
+      if (attempt > 0) throw new DataDirInUseError(`DATA_DIR ${path.dirname(lockPath)}: could not take ${lockPath}`);
+      unlinkSync(lockPath);
+    }
+  }
+  const release = () => {
+    process.off('exit', release);
+    try {
+      if (Number.parseInt(readFileSync(lockPath, 'utf8'), 10) === process.pid) unlinkSync(lockPath);
+    } catch {
+      // already gone
+    }
+  };
+  process.on('exit', release);
+  return release;
 }

@@ -9,7 +9,7 @@ import { drizzle } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import * as schema from './schema.js';
 import { setConfigStatement, type Database, type Db } from './client.js';
-import { ensureDataDir, tightenDataDir } from './data-dir.js';
+import { ensureDataDir, lockDataDir, tightenDataDir } from './data-dir.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 /**
@@ -69,14 +69,24 @@ export interface PgliteDatabase extends Database {
 
 export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
   let dataDir: string | undefined;
-  if (options.dataDir) dataDir = path.join(ensureDataDir(options.dataDir), 'pg');
-  if (dataDir && !options.loadDataDir && !existsSync(path.join(dataDir, 'PG_VERSION'))) await initialiseApart(dataDir);
-  const client = await PGlite.create({
-    ...(dataDir ? { dataDir } : {}),
-    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    extensions: { vector },
-    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
-  });
+  let unlock = () => {};
+  if (options.dataDir) {
+    dataDir = path.join(ensureDataDir(options.dataDir), 'pg');
+    unlock = lockDataDir(options.dataDir);
+  }
+  let client: PGlite;
+  try {
+    if (dataDir && !options.loadDataDir && !existsSync(path.join(dataDir, 'PG_VERSION'))) await initialiseApart(dataDir);
+    client = await PGlite.create({
+      ...(dataDir ? { dataDir } : {}),
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      extensions: { vector },
+      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
+    });
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   // PGlite lays out a new data directory with files 0666 whatever the umask; an older version of
   // this service left them so too. The 0700 folder above already keeps other users out.
   if (options.dataDir) tightenDataDir(options.dataDir);
@@ -103,7 +113,11 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
       await client.query('select 1');
     },
     async close() {
-      if (!client.closed) await client.close();
+      try {
+        if (!client.closed) await client.close();
+      } finally {
+        unlock();
+      }
     },
   };
 }

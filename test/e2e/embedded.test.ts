@@ -169,6 +169,26 @@ describe('npm start with nothing configured', { timeout: 180_000 }, () => {
     expect(await stop(proc, 'SIGTERM')).toBe(0);
   });
 
+  it('refuses a second process on the same DATA_DIR in one line, and takes over the lock of one that died', async () => {
+    // Two processes on one PGlite folder each saw only their own writes; one side's were lost on restart.
+    const dataDir = tempDir();
+    const port = await freePort();
+    const first = start({ DATA_DIR: dataDir, PORT: String(port) });
+    await waitForStatus(`http://127.0.0.1:${port}/readyz`, 200, first);
+    const second = start({ DATA_DIR: dataDir, PORT: String(await freePort()) });
+    expect(await second.exited).toBe(1);
+    expect(second.output().trim().split('\n')).toEqual([expect.stringMatching(/^engram failed to start: DATA_DIR .+ is in use by process \d+ /)]);
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    const migrate = runEntry('src/db/migrate-cli.ts', { DATA_DIR: dataDir });
+    expect(await migrate.exited).not.toBe(0);
+    expect(migrate.output()).toMatch(/is in use by process/);
+    await stop(first, 'SIGKILL'); // its lock stays behind, naming a process that is gone
+    const third = start({ DATA_DIR: dataDir, PORT: String(port) });
+    await waitForStatus(`http://127.0.0.1:${port}/readyz`, 200, third);
+    expect(await stop(third, 'SIGTERM')).toBe(0);
+    expect(readdirSync(dataDir)).not.toContain('engram.lock');
+  });
+
   it("serves the local semantic embedder under the start script's flags, next to PGlite's WebAssembly", async () => {
     // One V8 worker thread left TensorFlow.js's WebAssembly backend uninitialised: every add 503.
     const script = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
