@@ -71,6 +71,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await warnIfSuperuserLogin(database, config.production, logger);
     // The database keeps the embedder it was filled with; a conflicting setting stops start-up here.
     embedder = await settleDatabaseEmbedder(database, config);
+    await database.holdServing?.();
   } catch (error) {
     if (!options.database) await database.close();
     throw error;

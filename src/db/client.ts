@@ -28,7 +28,18 @@ export interface Database {
   migrate(): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Marks this process as one serving the database until close (PostgreSQL: a shared advisory
+   * lock on a connection of its own), so that `db:reembed` refuses to run under it. PGlite has no
+   * need: its DATA_DIR lock admits one process.
+   */
+  holdServing?(): Promise<void>;
+  /** For `db:reembed`: true when no process serves the database, which then cannot start serving until close. */
+  claimExclusive?(): Promise<boolean>;
 }
+
+/** The advisory lock (the two-key form: apart from the per-user locks' one-key space) that serving processes share. */
+export const SERVING_LOCK: readonly [number, number] = [0x656e6772, 1];
 
 /** Raw `execute` results differ by driver (an array for postgres.js, `{rows}` for PGlite). */
 export function rowsOf<T>(result: unknown): T[] {

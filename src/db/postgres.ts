@@ -4,7 +4,7 @@ import { PostgresJsSession, PostgresJsTransaction } from 'drizzle-orm/postgres-j
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import * as schema from './schema.js';
-import { APP_ROLE, connectionError, isDatabaseUnavailable, lastStatements, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
+import { APP_ROLE, SERVING_LOCK, connectionError, isDatabaseUnavailable, lastStatements, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PostgresOptions {
@@ -302,6 +302,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
   const db = drizzle(preparingParameterised(client), { schema });
   const inTransaction = pipelinedTransactions(client, db, guards, options.acquireTimeoutMs ?? 1500);
   const [me] = await client<{ current_user: string }[]>`select current_user`;
+  // The connection holding the serving lock (holdServing, claimExclusive): the lock lives as long as it.
+  let held: postgres.ReservedSql | undefined;
   return {
     kind: 'postgres',
     db: db as unknown as Db,
@@ -313,7 +315,17 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     async ping() {
       await client`select 1`;
     },
+    async holdServing() {
+      held ??= await client.reserve();
+      await held`select pg_advisory_lock_shared(${SERVING_LOCK[0]}, ${SERVING_LOCK[1]})`;
+    },
+    async claimExclusive() {
+      held ??= await client.reserve();
+      const [row] = await held<{ ok: boolean }[]>`select pg_try_advisory_lock(${SERVING_LOCK[0]}, ${SERVING_LOCK[1]}) as ok`;
+      return row?.ok === true;
+    },
     async close() {
+      held?.release();
       await client.end({ timeout: 5 });
     },
   };

@@ -12,6 +12,10 @@ try {
   const config = loadConfig();
   const target = configuredEmbedder(config);
   const database = await openDatabase(config);
+  if (database.claimExclusive && !(await database.claimExclusive())) {
+    await database.close();
+    throw new Error('an Engram service or worker is running on this database: stop every one first (vectors written meanwhile would mix two embedders)');
+  }
   const embedder = await createEmbedder(config.llm, undefined, undefined, target);
   try {
     await prepareDatabase(database, config.migrateOnStart);

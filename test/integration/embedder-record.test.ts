@@ -70,6 +70,21 @@ describe('a database filled by one embedder', () => {
 });
 
 describe('npm run db:reembed', () => {
+  it.skipIf(TEST_BACKEND === 'pglite')('is refused while a service runs on the database', async () => {
+    // Re-embedding under a running service mixed vectors of two embedders (its writes used the old one).
+    const { openDatabase } = await import('../../src/db/open.js');
+    const reembedder = await openDatabase(configFor({}));
+    try {
+      expect(await reembedder.claimExclusive!()).toBe(false);
+      const [held] = await app.ownerQuery<{ n: number }>(
+        "select count(*)::int as n from pg_locks where locktype = 'advisory' and mode = 'ShareLock' and granted",
+      );
+      expect(Number(held!.n)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await reembedder.close();
+    }
+  });
+
   it('resumes after a failure part-way: every row ends on the new embedder, embedded exactly once', async () => {
     const target = { kind: 'lexical' as const, model: 'hashed-word-features', dimensions: 32 };
     const inner = new LexicalEmbedder(32);
