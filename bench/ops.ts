@@ -22,7 +22,7 @@
  * `--profile DIR` runs the server under `--cpu-prof` and prints its CPU self-time by area (the
  * samples from the first request on).
  *
- * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL (a superuser, as `npm test` uses). Each run
+ * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL or its default (a superuser, as `npm test` uses). Each run
  * uses a tenant of its own and leaves its rows behind.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -41,6 +41,7 @@ import { openPostgres } from '../src/db/postgres.js';
 import { PACKAGE_ROOT } from '../src/db/paths.js';
 import { contentHash } from '../src/extraction/normalise.js';
 import { createRuntime } from '../src/runtime.js';
+import { TEST_DATABASE_URL } from '../test/support/env.js';
 import { freePort } from '../test/support/process.js';
 import { summariseProfile } from './profile-areas.js';
 
@@ -57,11 +58,8 @@ const N = Number(values.n ?? (values.quick ? 150 : 600));
 const C8_REQUESTS = values.quick ? 320 : 1600;
 const WARMUP = values.quick ? 20 : 50;
 const backends = values.backend === 'both' ? ['postgres', 'pglite'] : [values.backend!];
-const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
-if (backends.includes('postgres') && !databaseUrl) {
-  process.stderr.write('bench ops: set BENCH_DATABASE_URL or TEST_DATABASE_URL (a PostgreSQL superuser URL) for the postgres backend\n');
-  process.exit(2);
-}
+// As `npm test`: the local PostgreSQL the tests use unless told otherwise.
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? TEST_DATABASE_URL;
 
 const SECRET = randomBytes(32).toString('hex');
 const ISSUER = 'memory-layer';
