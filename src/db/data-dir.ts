@@ -1,4 +1,5 @@
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -66,7 +67,17 @@ export class DataDirInUseError extends Error {
 /** The lock's file name in DATA_DIR: it holds the pid of the one process serving the folder. */
 export const DATA_DIR_LOCK = 'engram.lock';
 
+function readPid(file: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(file, 'utf8'), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : 0;
+  } catch {
+    return undefined;
+  }
+}
+
 function isAlive(pid: number): boolean {
+  if (pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -84,24 +95,45 @@ function isAlive(pid: number): boolean {
  */
 export function lockDataDir(dir: string): () => void {
   const lockPath = path.join(path.resolve(dir), DATA_DIR_LOCK);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const fd = openSync(lockPath, 'wx', 0o600);
-      writeSync(fd, `${process.pid}\n`);
-      closeSync(fd);
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number.parseInt(readFileSync(lockPath, 'utf8'), 10);
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+  // Written whole under a name of its own, then linked into place: a racer never reads a lock
+  // without its pid, and link() fails if one is there.
+  const mine = `${lockPath}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  writeFileSync(mine, `${process.pid}\n`, { mode: 0o600 });
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        linkSync(mine, lockPath);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const holder = readPid(lockPath);
+      if (holder === undefined) continue; // taken away meanwhile: try again
+      if (holder !== process.pid && isAlive(holder)) {
         throw new DataDirInUseError(
           `DATA_DIR ${path.dirname(lockPath)} is in use by process ${holder} (the embedded database serves one process); stop it first, or delete ${lockPath} if no Engram runs there`,
         );
       }
-      // Stale (its process is gone) or ours: remove it and take it, once; a racing starter then finds ours.
-      if (attempt > 0) throw new DataDirInUseError(`DATA_DIR ${path.dirname(lockPath)}: could not take ${lockPath}`);
-      unlinkSync(lockPath);
+      if (attempt > 8) throw new DataDirInUseError(`DATA_DIR ${path.dirname(lockPath)}: could not take ${lockPath}`);
+      // Stale: moved aside under a name of our own (only one racer's rename finds it). If what we
+      // moved was not the stale lock but a racer's fresh one, it goes back before we try again.
+      const aside = `${lockPath}.stale.${randomBytes(6).toString('hex')}`;
+      try {
+        renameSync(lockPath, aside);
+      } catch {
+        continue;
+      }
+      if (readPid(aside) !== holder) {
+        try {
+          linkSync(aside, lockPath);
+        } catch {
+          // a third process holds it now; the next round reads whose it is
+        }
+      }
+      unlinkSync(aside);
     }
+  } finally {
+    unlinkSync(mine);
   }
   const release = () => {
     process.off('exit', release);

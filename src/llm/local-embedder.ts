@@ -29,7 +29,15 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { initModel } = require(workerData.embeddingsPath);
 const { modelSource } = require(workerData.modelPath);
 const DIMS = ${LOCAL_EMBEDDING_DIMENSIONS};
-const loaded = initModel(modelSource);
+// The core (TensorFlow.js) that the embeddings package itself loads. Its WebAssembly backend starts
+// asynchronously, and initModel decodes the weights at once: started before the backend was
+// ready, the load failed, and with it every embed for the worker's life. So the backend first.
+const tf = require(require.resolve('@energetic-ai/core', { paths: [workerData.embeddingsPath] }));
+const loaded = (async () => {
+  if (!(await tf.setBackend('wasm'))) throw new Error('TensorFlow.js could not start its WebAssembly backend');
+  await tf.ready();
+  return initModel(modelSource);
+})();
 loaded.then(() => parentPort.postMessage({ type: 'ready' }), (error) => parentPort.postMessage({ type: 'failed', message: String(error && error.stack || error) }));
 parentPort.on('message', async ({ id, texts }) => {
   try {

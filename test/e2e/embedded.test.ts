@@ -190,7 +190,8 @@ describe('npm start with nothing configured', { timeout: 180_000 }, () => {
   });
 
   it("serves the local semantic embedder under the start script's flags, next to PGlite's WebAssembly", async () => {
-    // One V8 worker thread left TensorFlow.js's WebAssembly backend uninitialised: every add 503.
+    // The model's weights were decoded before TensorFlow.js's WebAssembly backend had started: every
+    // add answered 503. One V8 worker thread (the start script's) lost that race every time.
     const script = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
     const [, ...argv] = script.split(/\s+/);
     const dataDir = tempDir();
