@@ -70,8 +70,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await prepareDatabase(database, config.migrateOnStart);
     await warnIfSuperuserLogin(database, config.production, logger);
     // The database keeps the embedder it was filled with; a conflicting setting stops start-up here.
-    embedder = await settleDatabaseEmbedder(database, config);
+    // Held before the embedder check: a re-embed under way holds the lock, so the check waits for it.
     await database.holdServing?.();
+    embedder = await settleDatabaseEmbedder(database, config);
   } catch (error) {
     if (!options.database) await database.close();
     throw error;
