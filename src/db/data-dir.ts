@@ -138,7 +138,7 @@ export function lockDataDir(dir: string): () => void {
   const release = () => {
     process.off('exit', release);
     try {
-      if (Number.parseInt(readFileSync(lockPath, 'utf8'), 10) === process.pid) unlinkSync(lockPath);
+      if (readPid(lockPath) === process.pid) unlinkSync(lockPath);
     } catch {
       // already gone
     }

@@ -73,32 +73,35 @@ export async function insertMemoriesSkippingDuplicates(tx: Db, rows: NewMemoryRo
     .returning({ ...memoryColumns, contentHash: memories.contentHash });
 }
 
-/** One row's placeholders of INSERT_MEMORY, with the casts the driver's text parameters need. */
-const MEMORY_ROW_CASTS = [
-  '', 'uuid', '', '', '', '', '', 'vector', 'smallint', '', 'jsonb',
-  'timestamptz', 'timestamptz', 'timestamptz', 'timestamptz', 'uuid', 'jsonb', 'timestamptz', 'uuid',
-] as const;
-const MEMORY_INSERT_HEAD =
-  'insert into memories (tenant_id, id, user_id, agent_id, run_id, content, content_hash, embedding, importance, category, metadata, ' +
-  'occurred_at, expires_at, created_at, updated_at, source_job_id, source, valid_to, superseded_by) values ';
+/** memoryColumns as SQL, for the statements sent as text. */
+const MEMORY_COLUMNS_SQL =
+  'id, user_id, agent_id, run_id, content, importance, category, metadata, occurred_at, created_at, updated_at, valid_to, expires_at';
 
-/** The insert of `count` rows as fixed text, built once per count: drizzle's builder was most of an add's query-building CPU. */
-const memoryInserts = new Map<number, string>();
-function memoryInsertText(count: number): string {
-  let text = memoryInserts.get(count);
-  if (text === undefined) {
-    const width = MEMORY_ROW_CASTS.length;
-    const rows = Array.from({ length: count }, (_, r) =>
-      `(${MEMORY_ROW_CASTS.map((cast, c) => {
-        const placeholder = `$${r * width + c + 1}${cast ? `::${cast}` : ''}`;
-        return c === 1 ? `coalesce(${placeholder}, gen_random_uuid())` : placeholder;
-      }).join(', ')})`,
-    );
-    text = `${MEMORY_INSERT_HEAD}${rows.join(', ')} returning ${MEMORY_COLUMNS_SQL}, content_hash`;
-    if (count <= 128) memoryInserts.set(count, text);
-  }
-  return text;
+/**
+ * A multi-row insert as fixed text: one `(…)` per row, each placeholder wrapped by its column's
+ * template (`$` stands for the placeholder, e.g. `$::uuid`), then `tail`. Built once per row count
+ * (up to 128): drizzle's insert builder was most of an add's query-building CPU.
+ */
+function rowInserter(head: string, columns: readonly string[], tail = ''): (count: number) => string {
+  const built = new Map<number, string>();
+  return (count) => {
+    let text = built.get(count);
+    if (text === undefined) {
+      const rows = Array.from({ length: count }, (_, r) => `(${columns.map((column, c) => column.replace('$', `$${r * columns.length + c + 1}`)).join(', ')})`);
+      text = `${head} values ${rows.join(', ')}${tail}`;
+      if (count <= 128) built.set(count, text);
+    }
+    return text;
+  };
 }
+
+const memoryInsertText = rowInserter(
+  'insert into memories (tenant_id, id, user_id, agent_id, run_id, content, content_hash, embedding, importance, category, metadata, ' +
+    'occurred_at, expires_at, created_at, updated_at, source_job_id, source, valid_to, superseded_by)',
+  ['$', 'coalesce($::uuid, gen_random_uuid())', '$', '$', '$', '$', '$', '$::vector', '$::smallint', '$', '$::jsonb',
+    '$::timestamptz', '$::timestamptz', '$::timestamptz', '$::timestamptz', '$::uuid', '$::jsonb', '$::timestamptz', '$::uuid'],
+  ` returning ${MEMORY_COLUMNS_SQL}, content_hash`,
+);
 
 const isoOrNull = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
@@ -142,10 +145,6 @@ export async function findCurrentByHashes(
     .from(memories)
     .where(and(eq(memories.tenantId, tenantId), eq(memories.userId, userId), isNull(memories.validTo), inArray(memories.contentHash, hashes)));
 }
-
-/** memoryColumns as SQL, for the statements sent as text. */
-const MEMORY_COLUMNS_SQL =
-  'id, user_id, agent_id, run_id, content, importance, category, metadata, occurred_at, created_at, updated_at, valid_to, expires_at';
 
 /** A memory's columns as either driver returns them to a statement sent as text (queryText). */
 export interface RawMemoryRow {
@@ -323,21 +322,10 @@ export async function deleteEventsOfMemories(tx: Db, tenantId: string, memoryIds
   return rows.length;
 }
 
-const EVENT_INSERT_HEAD = 'insert into memory_events (tenant_id, memory_id, user_id, event, old_content, new_content, job_id, actor, created_at) values ';
-const EVENT_WIDTH = 9;
-const eventInserts = new Map<number, string>();
-function eventInsertText(count: number): string {
-  let text = eventInserts.get(count);
-  if (text === undefined) {
-    const rows = Array.from({ length: count }, (_, r) => {
-      const at = (c: number) => `$${r * EVENT_WIDTH + c}`;
-      return `(${at(1)}, ${at(2)}::uuid, ${at(3)}, ${at(4)}, ${at(5)}, ${at(6)}, ${at(7)}::uuid, ${at(8)}, coalesce(${at(9)}::timestamptz, now()))`;
-    });
-    text = EVENT_INSERT_HEAD + rows.join(', ');
-    if (count <= 128) eventInserts.set(count, text);
-  }
-  return text;
-}
+const eventInsertText = rowInserter(
+  'insert into memory_events (tenant_id, memory_id, user_id, event, old_content, new_content, job_id, actor, created_at)',
+  ['$', '$::uuid', '$', '$', '$', '$', '$::uuid', '$', 'coalesce($::timestamptz, now())'],
+);
 
 export async function insertEvents(tx: Db, events: NewMemoryEvent[]): Promise<void> {
   if (events.length === 0) return;
