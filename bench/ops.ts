@@ -3,11 +3,14 @@
  * [--routes add-one,add-100,recall-@100,recall-@1000,get,list,extract-accept]`: the per-call cost of
  * each route, against the database's floor.
  *
- * Starts the real server (`src/main.ts`, lexical embedder, logs at `info` to a file) on each
- * backend and drives it over HTTP on loopback with keep-alive (undici): add one memory, add 100,
+ * Starts the real server (`src/main.ts`, lexical embedder, logs at `info` to a file) on each backend
+ * and drives it over HTTP on loopback with keep-alive (undici): add one memory, add 100,
  * recall (limit 10) for users with 100 and 1,000 memories, get one, list a page, and accept an
  * extraction (202). For each: p50/p95/p99 at concurrency 1, and throughput at concurrency 8 (each
- * writer its own user, so no user lock is contended).
+ * writer its own user, so no user lock is contended). Embedded, as `npm start` runs it (its Node
+ * flags, the worker inline); PostgreSQL as deployed (docker-compose.yml): Node's defaults, the API
+ * with WORKER=off and the extraction worker in a process of its own over Redis (BENCH_REDIS_URL,
+ * else the tests'), so a 202 is not slowed by its job being run on the API's event loop.
  *
  * The floor (PostgreSQL only): the statements each route sends, captured from an in-process copy
  * of the service through postgres.js's statement hook (after one uncaptured call, so the tenant's
@@ -41,7 +44,7 @@ import { openPostgres } from '../src/db/postgres.js';
 import { PACKAGE_ROOT } from '../src/db/paths.js';
 import { contentHash } from '../src/extraction/normalise.js';
 import { createRuntime } from '../src/runtime.js';
-import { TEST_DATABASE_URL } from '../test/support/env.js';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../test/support/env.js';
 import { freePort } from '../test/support/process.js';
 import { summariseProfile } from './profile-areas.js';
 
@@ -60,6 +63,12 @@ const WARMUP = values.quick ? 20 : 50;
 const backends = values.backend === 'both' ? ['postgres', 'pglite'] : [values.backend!];
 // As `npm test`: the local PostgreSQL the tests use unless told otherwise.
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? TEST_DATABASE_URL;
+const redisUrl = process.env.BENCH_REDIS_URL ?? TEST_REDIS_URL;
+// The embedded server runs under the start script's Node flags (package.json), as `npm start` serves
+// it; the PostgreSQL one as deployed (`npm run start:prod`, docker-compose.yml), with Node's defaults.
+const START_FLAGS = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+  .split(/\s+/)
+  .filter((word) => word.startsWith('--') && !word.startsWith('--import'));
 
 const SECRET = randomBytes(32).toString('hex');
 const ISSUER = 'memory-layer';
@@ -150,6 +159,8 @@ interface Server {
   origin: string;
   logFile: string;
   exited: Promise<void>;
+  /** SIGTERM to the server and its worker process, if any. */
+  stop: () => void;
 }
 
 async function startServer(backend: string, workDir: string, profileDir: string | undefined): Promise<Server> {
@@ -159,20 +170,28 @@ async function startServer(backend: string, workDir: string, profileDir: string 
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
-    PORT: String(port),
     EMBEDDINGS: 'lexical',
     AUTH_JWT_SECRET: SECRET,
     LOG_LEVEL: 'info',
-    ...(backend === 'postgres' ? { DATABASE_URL: databaseUrl } : { DATA_DIR: path.join(workDir, 'data') }),
+    ...(backend === 'postgres'
+      ? { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, QUEUE_PREFIX: TENANT }
+      : { DATA_DIR: path.join(workDir, 'data') }),
   };
-  const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], { cwd: PACKAGE_ROOT, env, stdio: ['ignore', fd, fd] });
+  const nodeArgs = [...(backend === 'postgres' ? [] : START_FLAGS), ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [])];
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], {
+    cwd: PACKAGE_ROOT,
+    env: { ...env, PORT: String(port), ...(backend === 'postgres' ? { WORKER: 'off' } : {}) },
+    stdio: ['ignore', fd, fd],
+  });
+  const worker =
+    backend === 'postgres' ? spawn(process.execPath, ['--import', 'tsx', 'workers/extraction.ts'], { cwd: PACKAGE_ROOT, env, stdio: ['ignore', fd, fd] }) : undefined;
   closeSync(fd);
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const exited = Promise.all([proc, ...(worker ? [worker] : [])].map((p) => new Promise<void>((resolve) => p.once('exit', () => resolve())))).then(() => undefined);
   const origin = `http://127.0.0.1:${port}`;
   const started = Date.now();
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`the server exited (${proc.exitCode}):\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    if (worker && worker.exitCode !== null) throw new Error(`the worker exited (${worker.exitCode}):\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
     if (Date.now() - started > 120_000) throw new Error('the server did not become ready within 120 s');
     try {
       if ((await fetch(`${origin}/readyz`)).status === 200) break;
@@ -181,7 +200,32 @@ async function startServer(backend: string, workDir: string, profileDir: string 
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { proc, origin, logFile, exited };
+  const stop = () => {
+    proc.kill('SIGTERM');
+    worker?.kill('SIGTERM');
+  };
+  return { proc, origin, logFile, exited, stop };
+}
+
+/** The HTTP stack alone (bench/bare-http.ts), under the same Node flags as the backend's server. */
+async function startBareHttp(backend: string): Promise<{ origin: string; stop: () => Promise<void> }> {
+  const proc = spawn(process.execPath, [...(backend === 'postgres' ? [] : START_FLAGS), '--import', 'tsx', 'bench/bare-http.ts'], {
+    cwd: PACKAGE_ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const port = await new Promise<string>((resolve, reject) => {
+    proc.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+    proc.once('exit', (code) => reject(new Error(`bench/bare-http.ts exited (${code})`)));
+  });
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      proc.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,15 +235,15 @@ function client(origin: string, token: string) {
   const pool = new Pool(origin, { connections: 8, pipelining: 1, keepAliveTimeout: 60_000 });
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   return {
-    async send(call: HttpCall): Promise<string> {
+    async send(call: HttpCall, answerSize?: number): Promise<string> {
       const res = await pool.request({
         method: call.method,
         path: call.path,
-        headers,
+        headers: answerSize === undefined ? headers : { ...headers, 'x-size': String(answerSize) },
         ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
       });
       const text = await res.body.text();
-      if (res.statusCode !== call.status) throw new Error(`${call.method} ${call.path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+      if (res.statusCode !== (answerSize === undefined ? call.status : 200)) throw new Error(`${call.method} ${call.path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
       return text;
     },
     close: () => pool.close(),
@@ -394,6 +438,10 @@ interface RouteResult {
   floor_p95?: number;
   /** Round trips to the database the route (and so its floor) takes. */
   floor_round_trips?: number;
+  /** The same call to hono on @hono/node-server doing nothing (bench/bare-http.ts), answered with as many bytes. */
+  http_p50: number;
+  /** p50 − floor p50 − http p50: what the service's own code adds (auth, validation, query building, ranking, JSON, logging). */
+  own_ms?: number;
   multiple?: number;
   goal_ms?: number;
   within_goal?: boolean;
@@ -403,8 +451,10 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
   const profileDir = values.profile ? path.resolve(values.profile, backend) : undefined;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   const server = await startServer(backend, workDir, profileDir);
+  const bareServer = await startBareHttp(backend);
   const token = await signDevToken({ secret: SECRET, issuer: ISSUER, audience: AUDIENCE, tenantClaim: 'tenant_id', tenant: TENANT, user: 'bench', scope: SCOPE, ttlSeconds: 3600 });
   const http = client(server.origin, token);
+  const bare = client(bareServer.origin, token);
   const results: RouteResult[] = [];
   try {
     // Users with 100 and 1,000 memories (a backend's first run in this tenant).
@@ -421,17 +471,21 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
     for (const route of list) {
       const floor = floors?.get(route.name);
       const n = route.name === 'add 100' ? Math.max(20, Math.floor(N / 5)) : N;
+      let answerSize = 2;
       for (let i = 0; i < WARMUP; i++) {
-        await http.send(route.call(-1 - i, 0));
+        answerSize = Buffer.byteLength(await http.send(route.call(-1 - i, 0)));
         if (floor) await floor.run(floor.prepare());
+        await bare.send(route.call(-1 - i, 0), answerSize);
       }
       const httpMs: number[] = [];
+      const bareMs: number[] = [];
       const floorMs: number[] = [];
       let floorCpuUs = 0;
       const serverCpuBefore = processCpuMs(server.proc.pid!);
       for (let i = 0; i < n; i++) {
         const call = route.call(i, 0);
         httpMs.push(await timed(() => http.send(call)));
+        bareMs.push(await timed(() => bare.send(call, answerSize)));
         if (floor) {
           const statements = floor.prepare();
           const cpu = process.cpuUsage();
@@ -457,6 +511,7 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
         p99: percentile(httpMs, 0.99),
         c8_per_s: Math.round(c8PerS),
         server_cpu_ms: serverCpuMs,
+        http_p50: percentile(bareMs, 0.5),
       };
       if (floorMs.length > 0) {
         result.floor_cpu_ms = floorCpuUs / 1000 / n;
@@ -466,12 +521,15 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
         result.multiple = result.p50 / result.floor_p50;
         result.goal_ms = 1.5 * result.floor_p50 + 0.5;
         result.within_goal = result.p50 <= result.goal_ms;
+        result.own_ms = result.p50 - result.floor_p50 - result.http_p50;
       }
       results.push(result);
     }
   } finally {
     await http.close();
-    server.proc.kill('SIGTERM');
+    await bare.close();
+    await bareServer.stop();
+    server.stop();
     await server.exited;
   }
   print(backend, results);
@@ -490,13 +548,14 @@ async function measureBackend(backend: string, workDir: string): Promise<RouteRe
 const ms = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(2));
 function print(backend: string, results: RouteResult[]) {
   console.log(`\n${backend} backend, lexical embedder: ${N} calls per route at concurrency 1 (add 100: ${Math.max(20, Math.floor(N / 5))}), throughput at concurrency 8`);
-  console.log('(cpu ms: the server process\'s CPU per call at concurrency 1; floor cpu: postgres.js\'s own CPU per replay)');
-  console.log('route            p50 ms  p95 ms  p99 ms   c8 req/s  cpu ms | trips  floor p50  floor p95  floor cpu  p50/floor  goal ms  ok');
+  console.log('(cpu ms: the server process\'s CPU per call at concurrency 1; floor cpu: postgres.js\'s own CPU per replay;');
+  console.log(' http p50: the same call to hono + @hono/node-server doing nothing; own: p50 − floor p50 − http p50, the service\'s code)');
+  console.log('route            p50 ms  p95 ms  p99 ms   c8 req/s  cpu ms | trips  floor p50  floor p95  floor cpu  p50/floor  goal ms  ok | http p50  own ms');
   for (const r of results) {
     console.log(
       `${r.route.padEnd(15)} ${ms(r.p50).padStart(7)} ${ms(r.p95).padStart(7)} ${ms(r.p99).padStart(7)} ${String(r.c8_per_s).padStart(10)} ${ms(r.server_cpu_ms).padStart(7)} | ` +
         `${String(r.floor_round_trips ?? '—').padStart(5)} ${ms(r.floor_p50).padStart(10)} ${ms(r.floor_p95).padStart(10)} ${ms(r.floor_cpu_ms).padStart(10)} ${(r.multiple === undefined ? '—' : `${r.multiple.toFixed(2)}×`).padStart(10)} ` +
-        `${ms(r.goal_ms).padStart(8)}  ${r.within_goal === undefined ? '—' : r.within_goal ? 'yes' : 'NO'}`,
+        `${ms(r.goal_ms).padStart(8)}  ${(r.within_goal === undefined ? '—' : r.within_goal ? 'yes' : 'NO').padEnd(3)} | ${ms(r.http_p50).padStart(8)} ${ms(r.own_ms).padStart(7)}`,
     );
   }
 }
