@@ -1,5 +1,5 @@
 import { and, eq, sql } from 'drizzle-orm';
-import { query, type Db } from '../db/client.js';
+import { query, queryText, type Db } from '../db/client.js';
 import { extractionJobs, type JobStatus } from '../db/schema.js';
 
 export type JobRow = typeof extractionJobs.$inferSelect;
@@ -15,26 +15,45 @@ export interface NewJob {
   createdAt: Date;
 }
 
+/** What accepting a job needs of its row. */
+export interface AcceptedJobRow {
+  id: string;
+  status: JobStatus;
+  bodyHash: string;
+}
+
+// Fixed text: drizzle's insert builder (every column mapped, every row returned whole) was most of
+// an accepted extraction's own CPU (`npm run bench -- ops --profile`).
+const INSERT_JOB = `
+      insert into extraction_jobs (tenant_id, user_id, agent_id, run_id, idempotency_key, body_hash, payload, created_at, updated_at, run_after)
+      values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::timestamptz, $8::timestamptz, $8::timestamptz)
+      on conflict (tenant_id, user_id, idempotency_key) do nothing
+      returning id, status, body_hash`;
+const FIND_BY_IDEMPOTENCY_KEY = `
+      select id, status, body_hash from extraction_jobs
+      where tenant_id = $1 and user_id = $2 and idempotency_key = $3 limit 1`;
+
 /**
  * Inserts the job, or returns the row already holding the idempotency key (inserted = false). A key
  * belongs to one user of the tenant: another user's identical key is another job.
  */
-export async function insertJobOrGetExisting(tx: Db, job: NewJob): Promise<{ row: JobRow; inserted: boolean }> {
-  const [inserted] = await tx
-    .insert(extractionJobs)
-    .values({ ...job, updatedAt: job.createdAt, runAfter: job.createdAt })
-    .onConflictDoNothing({ target: [extractionJobs.tenantId, extractionJobs.userId, extractionJobs.idempotencyKey] })
-    .returning();
-  if (inserted) return { row: inserted, inserted: true };
-  const [existing] = await tx
-    .select()
-    .from(extractionJobs)
-    .where(
-      and(eq(extractionJobs.tenantId, job.tenantId), eq(extractionJobs.userId, job.userId), eq(extractionJobs.idempotencyKey, job.idempotencyKey!)),
-    )
-    .limit(1);
+export async function insertJobOrGetExisting(tx: Db, job: NewJob): Promise<{ row: AcceptedJobRow; inserted: boolean }> {
+  type Raw = { id: string; status: JobStatus; body_hash: string };
+  const toRow = (r: Raw): AcceptedJobRow => ({ id: r.id, status: r.status, bodyHash: r.body_hash });
+  const [inserted] = await queryText<Raw>(tx, INSERT_JOB, [
+    job.tenantId,
+    job.userId,
+    job.agentId,
+    job.runId,
+    job.idempotencyKey,
+    job.bodyHash,
+    JSON.stringify(job.payload),
+    job.createdAt.toISOString(),
+  ]);
+  if (inserted) return { row: toRow(inserted), inserted: true };
+  const [existing] = await queryText<Raw>(tx, FIND_BY_IDEMPOTENCY_KEY, [job.tenantId, job.userId, job.idempotencyKey]);
   if (!existing) throw new Error('idempotency key conflict without a visible row');
-  return { row: existing, inserted: false };
+  return { row: toRow(existing), inserted: false };
 }
 
 export async function findJob(tx: Db, tenantId: string, id: string, userId?: string): Promise<JobRow | undefined> {
