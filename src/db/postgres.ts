@@ -176,10 +176,12 @@ const RESERVE_AGAIN_EVERY_MS = 250;
 function reserveWithin(client: Client, ms: number): Promise<postgres.ReservedSql> {
   return new Promise((resolve, reject) => {
     let done = false;
-    const timers: NodeJS.Timeout[] = [];
+    // One timer, re-armed while unanswered: almost every reservation is answered before it fires.
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = performance.now() + ms;
     const finish = () => {
       done = true;
-      for (const timer of timers) clearTimeout(timer);
+      clearTimeout(timer);
     };
     const ask = () =>
       client.reserve().then(
@@ -194,14 +196,19 @@ function reserveWithin(client: Client, ms: number): Promise<postgres.ReservedSql
           reject(error as Error);
         },
       );
-    ask();
-    for (let at = RESERVE_AGAIN_EVERY_MS; at < ms; at += RESERVE_AGAIN_EVERY_MS) timers.push(setTimeout(ask, at));
-    timers.push(
-      setTimeout(() => {
+    const tick = () => {
+      if (done) return;
+      const left = deadline - performance.now();
+      if (left <= 0) {
         finish();
         reject(connectionError('CONNECTION_ACQUIRE_TIMEOUT', `no database connection within ${ms} ms`));
-      }, ms),
-    );
+        return;
+      }
+      ask();
+      timer = setTimeout(tick, Math.min(RESERVE_AGAIN_EVERY_MS, left));
+    };
+    ask();
+    timer = setTimeout(tick, Math.min(RESERVE_AGAIN_EVERY_MS, ms));
   });
 }
 

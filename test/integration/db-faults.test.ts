@@ -118,6 +118,35 @@ describe('a connection dropped inside a transaction (defect 1)', () => {
   });
 });
 
+describe('every connection of the pool in use', () => {
+  it('fails a transaction that finds none within the acquire bound as unavailable, and serves it once one is free', async () => {
+    const database = await openPostgres({ url: TEST_DATABASE_URL, maxConnections: 1, acquireTimeoutMs: 600 });
+    try {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const holder = database.inTransaction([], async (tx) => {
+        await query(tx, sql`select 1`);
+        await held;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      const failed = await database.inTransaction([], (tx) => query(tx, sql`select 1`)).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(isDatabaseUnavailable(failed)).toBe(true);
+      expect((failed as { code?: string }).code).toBe('CONNECTION_ACQUIRE_TIMEOUT');
+      // Asked for while the connection is held, answered when it is handed back.
+      const waiting = database.inTransaction([], (tx) => query<{ n: number }>(tx, sql`select 7::int as n`));
+      await new Promise((r) => setTimeout(r, 300));
+      release();
+      await holder;
+      expect(await waiting).toEqual([{ n: 7 }]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
 describe('an unreachable database (defect 2)', () => {
   let proxy: TcpProxy;
   let app: TestApp;
