@@ -61,14 +61,16 @@ export function setConfigStatementText(count: number): string {
   return `select ${Array.from({ length: count }, (_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`;
 }
 
-/** Each open read-only transaction's way to send its COMMIT with the next statement (postgres.ts). */
+/** Each open transaction's way to send its COMMIT with the next statement (postgres.ts). */
 export const lastStatements = new WeakMap<Db, () => void>();
 
 /**
- * Says that the next statement on `tx`, a read-only transaction, is its last: its COMMIT then
- * goes down with it, one write and one answer instead of two (on PostgreSQL; elsewhere nothing).
- * A statement after that one is refused, so nothing can run outside the transaction's tenant.
- * When none follows (work ends first), the COMMIT is sent as usual.
+ * Says that the next statement on `tx` is its last: its COMMIT then goes down with it, one write
+ * and one answer instead of two (on PostgreSQL; elsewhere nothing). A statement after that one is
+ * refused, so nothing can run outside the transaction's tenant. When none follows (work ends
+ * first), the COMMIT is sent as usual. A transaction that writes still waits for its COMMIT's
+ * answer before it returns; should that last statement fail, PostgreSQL ends the transaction with
+ * a rollback instead, and the statement's error is the one thrown.
  */
 export function lastStatement(tx: Db): void {
   lastStatements.get(tx)?.();

@@ -254,10 +254,12 @@ function pipelinedTransactions(
     let commit: Promise<unknown> | undefined;
     const sendCommit = () => {
       commit = connection.unsafe('commit').execute();
-      if (options?.readOnly) commit.catch(() => {}); // not awaited: nothing to make durable
+      // Awaited below only when the work succeeded and wrote: a read-only COMMIT has nothing to make
+      // durable, and after a failed last statement it is the rollback (the statement's error is thrown).
+      commit.catch(() => {});
       finished = true;
       // Anything after the COMMIT would run outside the transaction: without the role and tenant.
-      guard.seal(commit, new Error('a statement was sent after the last statement of a read-only transaction'));
+      guard.seal(commit, new Error('a statement was sent after the last statement of its transaction'));
     };
     try {
       const begin = connection.unsafe(options?.readOnly ? 'begin read only' : 'begin').execute();
@@ -266,8 +268,8 @@ function pipelinedTransactions(
       ready.catch(() => {}); // awaited below, after work: its error explains work's
       const session = new PostgresJsSession(connection as never, internals.dialect, relational as never, internals.session.options);
       const tx = new PostgresJsTransaction(internals.dialect, session, relational as never) as unknown as Db;
-      // A read-only transaction's COMMIT may go down with its last statement, in the same write.
-      if (options?.readOnly) lastStatements.set(tx, () => guard.afterNextStatement(sendCommit));
+      // A transaction's COMMIT may go down with its last statement, in the same write.
+      lastStatements.set(tx, () => guard.afterNextStatement(sendCommit));
       let result: T;
       try {
         result = await work(tx);
@@ -280,6 +282,9 @@ function pipelinedTransactions(
       if (!options?.readOnly) await commit;
       return result;
     } catch (error) {
+      // A COMMIT already sent settles before the error is thrown, so the caller hears of the failure
+      // once the transaction's outcome is decided (a rollback when the last statement failed).
+      if (commit) await commit.catch(() => {});
       // Whatever a statement made of the lost connection, the cause is the database going away.
       if (guard.lost && !isDatabaseUnavailable(error)) throw Object.assign(connectionError('CONNECTION_CLOSED', guard.lost.message), { cause: error });
       throw error;

@@ -33,14 +33,9 @@ const FIND_BY_IDEMPOTENCY_KEY = `
       select id, status, body_hash from extraction_jobs
       where tenant_id = $1 and user_id = $2 and idempotency_key = $3 limit 1`;
 
-/**
- * Inserts the job, or returns the row already holding the idempotency key (inserted = false). A key
- * belongs to one user of the tenant: another user's identical key is another job.
- */
-export async function insertJobOrGetExisting(tx: Db, job: NewJob): Promise<{ row: AcceptedJobRow; inserted: boolean }> {
-  type Raw = { id: string; status: JobStatus; body_hash: string };
-  const toRow = (r: Raw): AcceptedJobRow => ({ id: r.id, status: r.status, bodyHash: r.body_hash });
-  const [inserted] = await queryText<Raw>(tx, INSERT_JOB, [
+/** Inserts the job; nothing when its idempotency key is taken (findJobByIdempotencyKey reads that one). */
+export async function insertJob(tx: Db, job: NewJob): Promise<AcceptedJobRow | undefined> {
+  const [inserted] = await queryText<RawAcceptedJob>(tx, INSERT_JOB, [
     job.tenantId,
     job.userId,
     job.agentId,
@@ -50,11 +45,17 @@ export async function insertJobOrGetExisting(tx: Db, job: NewJob): Promise<{ row
     JSON.stringify(job.payload),
     job.createdAt.toISOString(),
   ]);
-  if (inserted) return { row: toRow(inserted), inserted: true };
-  const [existing] = await queryText<Raw>(tx, FIND_BY_IDEMPOTENCY_KEY, [job.tenantId, job.userId, job.idempotencyKey]);
-  if (!existing) throw new Error('idempotency key conflict without a visible row');
-  return { row: toRow(existing), inserted: false };
+  return inserted && acceptedJob(inserted);
 }
+
+/** The job holding an idempotency key, which belongs to one user of the tenant (another user's identical key is another job). */
+export async function findJobByIdempotencyKey(tx: Db, tenantId: string, userId: string, idempotencyKey: string): Promise<AcceptedJobRow | undefined> {
+  const [existing] = await queryText<RawAcceptedJob>(tx, FIND_BY_IDEMPOTENCY_KEY, [tenantId, userId, idempotencyKey]);
+  return existing && acceptedJob(existing);
+}
+
+type RawAcceptedJob = { id: string; status: JobStatus; body_hash: string };
+const acceptedJob = (r: RawAcceptedJob): AcceptedJobRow => ({ id: r.id, status: r.status, bodyHash: r.body_hash });
 
 export async function findJob(tx: Db, tenantId: string, id: string, userId?: string): Promise<JobRow | undefined> {
   const [row] = await tx

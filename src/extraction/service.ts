@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SCOPES, requireScope, resolveUserId, visibleUser } from '../auth/principal.js';
 import { withTenant } from '../db/tenant.js';
+import { lastStatement } from '../db/client.js';
 import { DomainError, notFound } from '../shared/errors.js';
 import type { RequestContext } from '../shared/context.js';
 import type { JobQueue } from '../queue/types.js';
@@ -45,18 +46,36 @@ export async function acceptExtraction(ctx: RequestContext, queue: JobQueue, bod
     .digest('hex');
   const settings = await tenantSettings(ctx.services.database, tenantId);
   const payload = redactTranscript(given, settings.pii.mode);
-  const { row, inserted } = await withTenant(ctx.services.database, tenantId, (tx) =>
-    jobsRepo.insertJobOrGetExisting(tx, {
+  const job = {
+    tenantId,
+    userId,
+    agentId: body.agent_id ?? null,
+    runId: body.run_id ?? null,
+    idempotencyKey: idempotencyKey ?? null,
+    bodyHash,
+    payload,
+    createdAt: ctx.services.clock(),
+  };
+  // The insert is its transaction's only statement, so its COMMIT goes down with it. A key already
+  // taken inserts nothing; that job is then read in a transaction of its own, which sees it even
+  // when its own transaction committed while the insert waited on it.
+  const insertedRow = await withTenant(ctx.services.database, tenantId, (tx) => {
+    lastStatement(tx);
+    return jobsRepo.insertJob(tx, job);
+  });
+  const inserted = insertedRow !== undefined;
+  const row =
+    insertedRow ??
+    (await withTenant(
+      ctx.services.database,
       tenantId,
-      userId,
-      agentId: body.agent_id ?? null,
-      runId: body.run_id ?? null,
-      idempotencyKey: idempotencyKey ?? null,
-      bodyHash,
-      payload,
-      createdAt: ctx.services.clock(),
-    }),
-  );
+      (tx) => {
+        lastStatement(tx);
+        return jobsRepo.findJobByIdempotencyKey(tx, tenantId, userId, idempotencyKey!);
+      },
+      { readOnly: true },
+    ));
+  if (!row) throw new Error('idempotency key conflict without a visible row');
   if (!inserted && row.bodyHash !== bodyHash) {
     throw new DomainError('idempotency_conflict', 'this Idempotency-Key was already used with a different body');
   }

@@ -47,7 +47,7 @@ export async function addMemories(ctx: RequestContext, body: AddMemoriesBody): P
     createdAt: now,
   }));
   const stored = await withTenant(ctx.services.database, tenantId, (tx) =>
-    storeAsGiven(tx, { tenantId, userId, rows, actor: actorOf(ctx), jobId: null, now }),
+    storeAsGiven(tx, { tenantId, userId, rows, actor: actorOf(ctx), jobId: null, now, lastInTransaction: true }),
   );
   if (stored.expiredErased > 0) ctx.services.metrics?.observeMemoriesExpired(stored.expiredErased);
   return stored.memories.map(toMemoryDto);
@@ -164,6 +164,8 @@ export interface StoreAsGivenInput {
   actor: string;
   jobId: string | null;
   now: Date;
+  /** The inserts are the transaction's last statements: its COMMIT goes down with them (lastStatement). */
+  lastInTransaction?: boolean;
 }
 
 /**
@@ -220,8 +222,11 @@ export async function storeAsGiven(tx: Db, input: StoreAsGivenInput): Promise<St
     }
   }
   // The rows and their history go down together (the ids are made here, nothing waits on the
-  // insert's answer); a failed insert fails the history's statement too, and its error is thrown.
-  const [inserted] = await Promise.all([repo.insertMemories(tx, rows), repo.insertEvents(tx, events)]);
+  // insert's answer), and the COMMIT with them when nothing follows; a failed insert fails the
+  // history's statement too (and turns that COMMIT into a rollback), and its error is thrown.
+  const insertingRows = repo.insertMemories(tx, rows);
+  if (input.lastInTransaction) lastStatement(tx);
+  const [inserted] = await Promise.all([insertingRows, repo.insertEvents(tx, events)]);
   const byId = new Map(inserted.map((m) => [m.id, m]));
   return { memories: rows.map((row) => byId.get(row.id)!), expiredErased };
 }

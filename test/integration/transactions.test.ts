@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APP_ROLE, lastStatement, query, sqlState, type Database } from '../../src/db/client.js';
+import { APP_ROLE, lastStatement, query, queryText, sqlState, type Database } from '../../src/db/client.js';
 import { withTenant } from '../../src/db/tenant.js';
 import { TEST_BACKEND, startTestApp, uniqueTenant, type TestApp } from '../support/harness.js';
 
@@ -26,6 +26,10 @@ afterAll(async () => {
 const insertMemory = (id: string, content: string) => sql`
   insert into memories (tenant_id, id, user_id, content, content_hash, embedding)
   values (${tenant}, ${id}, 'alice', ${content}, ${`hash-${id}`}, '[1,0,0]'::vector)`;
+
+const insertMemoryText = `
+  insert into memories (tenant_id, id, user_id, content, content_hash, embedding)
+  values ($1, $2, 'alice', $3, $4, '[1,0,0]'::vector)`;
 
 const storedIds = async (ids: string[]) =>
   (await app.ownerQuery<{ id: string }>('select id from memories where tenant_id = $1 and id = any($2::uuid[])', [tenant, ids])).map((r) => r.id);
@@ -174,6 +178,49 @@ describe('a read-only transaction told its last statement', () => {
       { readOnly: true },
     );
     expect(row!.tenant).toBe(tenant);
+  });
+});
+
+describe('a writing transaction told its last statement', () => {
+  it('commits what it wrote before it returns: another connection sees every write at once', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    await withTenant(database, tenant, async (tx) => {
+      await query(tx, insertMemory(a, `first ${a}`));
+      lastStatement(tx);
+      await query(tx, insertMemory(b, `last ${b}`));
+    });
+    expect((await storedIds([a, b])).sort()).toEqual([a, b].sort());
+  });
+
+  it('rolls back every write, and throws the statement\'s error, when that last statement fails', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    const failed = await withTenant(database, tenant, async (tx) => {
+      await query(tx, insertMemory(a, `kept only if committed ${a}`));
+      // Raw statements, made as they are called (drizzle's query() makes its statement a tick later).
+      const second = queryText(tx, insertMemoryText, [tenant, b, `second ${b}`, `hash-${b}`]);
+      lastStatement(tx);
+      // The same id again: a unique violation, with the COMMIT already on its way behind it.
+      await Promise.all([second, queryText(tx, insertMemoryText, [tenant, a, `again ${a}`, `hash-again-${a}`])]);
+    }).catch((e: unknown) => e);
+    expect(sqlState(failed)).toBe('23505');
+    expect(await storedIds([a, b])).toEqual([]);
+    // The connection is clean and usable afterwards (more uses than the pool has connections).
+    for (let i = 0; i < 12; i++) {
+      const [row] = await database.inTransaction([], (tx) => query<{ tenant: string | null }>(tx, sql`select nullif(current_setting('app.tenant_id', true), '') as tenant`));
+      expect(row!.tenant).toBeNull();
+    }
+  });
+
+  it.runIf(TEST_BACKEND === 'postgres')('refuses a statement after it, and keeps nothing the transaction wrote before the refusal', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    const after = await withTenant(database, tenant, async (tx) => {
+      lastStatement(tx);
+      await query(tx, insertMemory(a, `last ${a}`));
+      await query(tx, insertMemory(b, `after the last ${b}`));
+    }).catch((e: unknown) => e);
+    expect(String((after as Error).cause ?? after)).toMatch(/after the last statement/);
+    // The last statement was committed with it; the one after never ran, without the tenant or otherwise.
+    expect(await storedIds([a, b])).toEqual([a]);
   });
 });
 
