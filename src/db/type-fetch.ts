@@ -1,13 +1,16 @@
+import { isDatabaseUnavailable } from './client.js';
+
 /**
  * postgres.js 3.4.9 asks every new connection for the database's array types and does not await
- * that query: when the connection is lost during it (a restart, a terminated backend, a connect
- * that timed out), the rejection has no handler and Node ends the process. The connection's own
- * close handling already reconnects, so that one rejection is safe to drop; nothing else is.
+ * that query: when the connection is lost during it (a restart, a terminated backend, a reset
+ * socket, a connect that timed out: any error that means the database could not be reached), the
+ * rejection has no handler and Node ends the process. The connection's own close handling already
+ * reconnects, so that one rejection is safe to drop; nothing else is.
  */
 export function isUnawaitedTypeFetchFailure(reason: unknown): boolean {
   if (typeof reason !== 'object' || reason === null) return false;
-  const { code, query } = reason as { code?: unknown; query?: unknown };
-  return typeof code === 'string' && code.startsWith('CONNECT') && typeof query === 'string' && query.includes('b.typarray');
+  const { query } = reason as { query?: unknown };
+  return typeof query === 'string' && query.includes('b.typarray') && isDatabaseUnavailable(reason);
 }
 
 let installed = false;

@@ -19,6 +19,9 @@ describe("postgres.js's unawaited array-type query", () => {
   it('recognises only a lost connection during that query', () => {
     expect(isUnawaitedTypeFetchFailure(Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED', query: TYPE_QUERY }))).toBe(true);
     expect(isUnawaitedTypeFetchFailure(Object.assign(new Error('timeout'), { code: 'CONNECT_TIMEOUT', query: TYPE_QUERY }))).toBe(true);
+    // A backend terminated during the query: the socket reset, or the server's own FATAL first.
+    expect(isUnawaitedTypeFetchFailure(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', errno: -104, query: TYPE_QUERY }))).toBe(true);
+    expect(isUnawaitedTypeFetchFailure(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', query: TYPE_QUERY }))).toBe(true);
     expect(isUnawaitedTypeFetchFailure(Object.assign(new Error('closed'), { code: 'CONNECTION_CLOSED', query: 'select 1' }))).toBe(false);
     expect(isUnawaitedTypeFetchFailure(Object.assign(new Error('syntax'), { code: '42601', query: TYPE_QUERY }))).toBe(false);
     expect(isUnawaitedTypeFetchFailure(new Error('anything else'))).toBe(false);
