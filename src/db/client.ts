@@ -41,6 +41,9 @@ export interface Database {
 /** The advisory lock (the two-key form: apart from the per-user locks' one-key space) that serving processes share. */
 export const SERVING_LOCK: readonly [number, number] = [0x656e6772, 1];
 
+/** The advisory lock migrations run under, so an API and a worker starting at once migrate one after the other. */
+export const MIGRATION_LOCK: readonly [number, number] = [0x656e6772, 2];
+
 /** Raw `execute` results differ by driver (an array for postgres.js, `{rows}` for PGlite). */
 export function rowsOf<T>(result: unknown): T[] {
   if (Array.isArray(result)) return result as T[];

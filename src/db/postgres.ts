@@ -4,7 +4,7 @@ import { PostgresJsSession, PostgresJsTransaction } from 'drizzle-orm/postgres-j
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import * as schema from './schema.js';
-import { APP_ROLE, SERVING_LOCK, connectionError, isDatabaseUnavailable, lastStatements, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
+import { APP_ROLE, MIGRATION_LOCK, SERVING_LOCK, connectionError, isDatabaseUnavailable, lastStatements, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PostgresOptions {
@@ -322,7 +322,16 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     switchesRole: me?.current_user !== APP_ROLE,
     inTransaction,
     async migrate() {
-      await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+      // drizzle's migrator takes no lock: two processes migrating a new database at once both ran
+      // CREATE EXTENSION, and one failed to start. The second now waits, then finds nothing to do.
+      // The lock on a connection of its own, outside the pool, which may hold a single connection.
+      const lock = postgres(options.url, { max: 1, connect_timeout: (options.connectTimeoutMs ?? 1000) / 1000, onnotice: () => {} });
+      try {
+        await lock`select pg_advisory_lock(${MIGRATION_LOCK[0]}, ${MIGRATION_LOCK[1]})`;
+        await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+      } finally {
+        await lock.end({ timeout: 5 }); // the session's end releases the lock
+      }
     },
     async ping() {
       await client`select 1`;
