@@ -183,28 +183,43 @@ async function startServer(backend: string, workDir: string, profileDir: string 
     env: { ...env, PORT: String(port), ...(backend === 'postgres' ? { WORKER: 'off' } : {}) },
     stdio: ['ignore', fd, fd],
   });
-  const worker =
-    backend === 'postgres' ? spawn(process.execPath, ['--import', 'tsx', 'workers/extraction.ts'], { cwd: PACKAGE_ROOT, env, stdio: ['ignore', fd, fd] }) : undefined;
   closeSync(fd);
-  const exited = Promise.all([proc, ...(worker ? [worker] : [])].map((p) => new Promise<void>((resolve) => p.once('exit', () => resolve())))).then(() => undefined);
   const origin = `http://127.0.0.1:${port}`;
   const started = Date.now();
+  let worker: ChildProcess | undefined;
+  const stop = () => {
+    proc.kill('SIGTERM');
+    worker?.kill('SIGTERM');
+  };
+  try {
+    await untilReady(proc, origin, logFile, started);
+    // The worker once the API is ready (and has migrated the database), so each one's failure to start is told apart.
+    if (backend === 'postgres') {
+      const workerFd = openSync(logFile, 'a');
+      worker = spawn(process.execPath, ['--import', 'tsx', 'workers/extraction.ts'], { cwd: PACKAGE_ROOT, env, stdio: ['ignore', workerFd, workerFd] });
+      closeSync(workerFd);
+      await new Promise((r) => setTimeout(r, 1500));
+      if (worker.exitCode !== null) throw new Error(`the worker exited (${worker.exitCode}):\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    }
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  const exited = Promise.all([proc, ...(worker ? [worker] : [])].map((p) => (p.exitCode !== null ? Promise.resolve() : new Promise<void>((resolve) => p.once('exit', () => resolve()))))).then(() => undefined);
+  return { proc, origin, logFile, exited, stop };
+}
+
+async function untilReady(proc: ChildProcess, origin: string, logFile: string, started: number): Promise<void> {
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`the server exited (${proc.exitCode}):\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
-    if (worker && worker.exitCode !== null) throw new Error(`the worker exited (${worker.exitCode}):\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
     if (Date.now() - started > 120_000) throw new Error('the server did not become ready within 120 s');
     try {
-      if ((await fetch(`${origin}/readyz`)).status === 200) break;
+      if ((await fetch(`${origin}/readyz`)).status === 200) return;
     } catch {
       // not listening yet
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  const stop = () => {
-    proc.kill('SIGTERM');
-    worker?.kill('SIGTERM');
-  };
-  return { proc, origin, logFile, exited, stop };
 }
 
 /** The HTTP stack alone (bench/bare-http.ts), under the same Node flags as the backend's server. */
