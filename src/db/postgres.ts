@@ -14,6 +14,8 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
   /** Taking a connection from the pool for a transaction, connecting included. */
   acquireTimeoutMs?: number;
+  /** How often a serving process checks that it still holds the serving lock, and takes it again if not. */
+  servingLockCheckMs?: number;
   /** postgres.js's statement hook: called with each statement's text and serialised parameters (benchmarks). */
   debug?: (connection: number, text: string, parameters: unknown[]) => void;
 }
@@ -316,6 +318,39 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
   const [me] = await client<{ current_user: string }[]>`select current_user`;
   // The connection holding the serving lock (holdServing, claimExclusive): the lock lives as long as it.
   let held: postgres.ReservedSql | undefined;
+  let servingCheck: NodeJS.Timeout | undefined;
+  // A dropped connection (a restart, a terminated backend) takes the shared lock with it, and a
+  // re-embed could then start under a running service: it is checked for and taken again. A try,
+  // so a re-embed that got in between is not waited for (the service's next start refuses).
+  let heldPid: number | undefined;
+  let checking = false;
+  const takeServingLock = async (lock: 'pg_advisory_lock_shared' | 'pg_try_advisory_lock_shared') => {
+    held ??= await client.reserve();
+    const [row] = await held.unsafe<{ pid: number }[]>(`select pg_backend_pid() as pid, ${lock}($1, $2)`, [SERVING_LOCK[0], SERVING_LOCK[1]]);
+    heldPid = row?.pid;
+  };
+  // Asked through the pool: a reserved connection whose socket is gone breaks on its next use.
+  const keepServingLock = async () => {
+    if (checking) return;
+    checking = true;
+    try {
+      const [row] = await client<{ held: boolean }[]>`select exists (select 1 from pg_locks where locktype = 'advisory' and granted and pid = ${heldPid ?? 0}
+        and classid::bigint = ${SERVING_LOCK[0]} and objid::bigint = ${SERVING_LOCK[1]} and objsubid = 2) as held`;
+      if (row?.held) return;
+      const lost = held;
+      held = undefined;
+      try {
+        lost?.release();
+      } catch {
+        // its connection is gone already
+      }
+      await takeServingLock('pg_try_advisory_lock_shared');
+    } catch {
+      // The database is unreachable: the next check tries again.
+    } finally {
+      checking = false;
+    }
+  };
   return {
     kind: 'postgres',
     db: db as unknown as Db,
@@ -337,8 +372,9 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
       await client`select 1`;
     },
     async holdServing() {
-      held ??= await client.reserve();
-      await held`select pg_advisory_lock_shared(${SERVING_LOCK[0]}, ${SERVING_LOCK[1]})`;
+      await takeServingLock('pg_advisory_lock_shared');
+      servingCheck ??= setInterval(() => void keepServingLock(), options.servingLockCheckMs ?? 5000);
+      servingCheck.unref();
     },
     async claimExclusive() {
       held ??= await client.reserve();
@@ -346,6 +382,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
       return row?.ok === true;
     },
     async close() {
+      clearInterval(servingCheck);
       held?.release();
       await client.end({ timeout: 5 });
     },

@@ -1,7 +1,7 @@
 import postgres from 'postgres';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable, query } from '../../src/db/client.js';
+import { SERVING_LOCK, isDatabaseUnavailable, query } from '../../src/db/client.js';
 import { openPostgres } from '../../src/db/postgres.js';
 import { TEST_DATABASE_URL } from '../support/env.js';
 import { startTestApp, tokenFor, uniqueTenant, type TestApp } from '../support/harness.js';
@@ -143,6 +143,30 @@ describe('every connection of the pool in use', () => {
       expect(await waiting).toEqual([{ n: 7 }]);
     } finally {
       await database.close();
+    }
+  });
+});
+
+describe("the serving lock's connection dropped", () => {
+  const servingLockHolders = async () =>
+    (
+      await admin<{ pid: number }[]>`select pid from pg_locks where locktype = 'advisory' and granted and mode = 'ShareLock'
+        and classid::bigint = ${SERVING_LOCK[0]} and objid::bigint = ${SERVING_LOCK[1]} and objsubid = 2`
+    ).map((r) => r.pid);
+
+  it('takes the lock again, so a re-embed still sees the service running', async () => {
+    const serving = await openPostgres({ url: TEST_DATABASE_URL, servingLockCheckMs: 100 });
+    const reembed = await openPostgres({ url: TEST_DATABASE_URL });
+    try {
+      const before = new Set(await servingLockHolders());
+      await serving.holdServing!();
+      const [mine] = (await servingLockHolders()).filter((pid) => !before.has(pid));
+      expect(mine).toBeDefined();
+      await terminate(mine!);
+      await until(async () => (await servingLockHolders()).some((pid) => !before.has(pid) && pid !== mine));
+      expect(await reembed.claimExclusive!()).toBe(false);
+    } finally {
+      await Promise.all([serving.close(), reembed.close()]);
     }
   });
 });
