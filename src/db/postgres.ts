@@ -337,13 +337,10 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
       const [row] = await client<{ held: boolean }[]>`select exists (select 1 from pg_locks where locktype = 'advisory' and granted and pid = ${heldPid ?? 0}
         and classid::bigint = ${SERVING_LOCK[0]} and objid::bigint = ${SERVING_LOCK[1]} and objsubid = 2) as held`;
       if (row?.held) return;
-      const lost = held;
+      // Not released: postgres.js has already put the closed connection aside, and releasing it
+      // would hand a connection without a socket to the pool's next user (as the transactions'
+      // guard does not release a lost one either).
       held = undefined;
-      try {
-        lost?.release();
-      } catch {
-        // its connection is gone already
-      }
       await takeServingLock('pg_try_advisory_lock_shared');
     } catch {
       // The database is unreachable: the next check tries again.
