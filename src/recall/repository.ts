@@ -208,6 +208,18 @@ function scanStatementText(q: SignalsQuery): string {
   if (q.categories?.length) conditions.push(`m.category in (${q.categories.map(() => `$${n++}`).join(', ')})`);
   if (q.metadata && Object.keys(q.metadata).length > 0) conditions.push(`m.metadata @> $${n++}::jsonb`);
   const skip = q.skipWhenCapped ? ' and (select cardinality(p.rows) from picked p) <= $7' : '';
+  // A scope too large to scan is known without reading its wide rows: when the user's current
+  // memories (their word counts' total) pass the limit, the scope is counted on the covering index,
+  // and past the limit none is picked. With a filter that index lacks (agent, run, category,
+  // metadata) the newest are picked straight away, as counting first would read the rows twice.
+  const filtered = q.agentId !== undefined || q.runId !== undefined || Boolean(q.categories?.length) || Boolean(q.metadata && Object.keys(q.metadata).length > 0);
+  const coveredCount = q.skipWhenCapped === true && !filtered;
+  const pickNewest = `array(select m.ctid from memories m where ${conditions.join(' and ')} order by m.occurred_at desc nulls last, m.id desc nulls last limit $7 + 1)`;
+  const picked = coveredCount
+    ? `case when coalesce((select s.documents from memory_lexeme_stats s where s.tenant_id = $1 and s.user_id = $2 and s.lexeme = ''), 0) > $7
+                   and (select count(*) from (select 1 from memories m where ${conditions.join(' and ')} limit $7 + 1) c) > $7
+              then null else ${pickNewest} end`
+    : pickNewest;
   return `
       with
       words as materialized (
@@ -227,9 +239,7 @@ function scanStatementText(q: SignalsQuery): string {
         where (select count(*) from words) <= $4 or grp in (select grp from forms where lexeme in (select lexeme from kept))
       ),
       query as materialized (select array_agg(distinct lexeme) as lexemes from lexemes),
-      picked as materialized (
-        select array(select m.ctid from memories m where ${conditions.join(' and ')} order by m.occurred_at desc nulls last, m.id desc nulls last limit $7 + 1) as rows
-      ),
+      picked as materialized (select ${picked} as rows),
       scope as materialized (
         select m.id, m.importance, m.occurred_at, m.embedding <=> $6::vector as distance,
                length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', q.lexemes), '{a}') as hit
@@ -240,7 +250,7 @@ function scanStatementText(q: SignalsQuery): string {
       )
       select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
              (select count(*) from scope) as documents,
-             (select cardinality(rows) > $7 from picked) as capped,
+             (select coalesce(cardinality(rows) > $7, true) from picked) as capped,
              (select avg(dl)::float8 from scope) as average_length,
              (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\\n')
               from scope s

@@ -36,9 +36,9 @@ afterAll(async () => {
   await app?.close();
 });
 
-async function pool(text: string, strategy: RecallStrategy, scanLimit = RECALL_SCAN_LIMIT) {
+async function pool(text: string, strategy: RecallStrategy, scanLimit = RECALL_SCAN_LIMIT, scope: Partial<SignalsQuery> = {}) {
   const [embedding] = await app.runtime.services.embedder.embed([text]);
-  const q: SignalsQuery = { tenantId: tenant, userId: user, embedding: embedding!, text, wordForms: queryWordForms(text), asOf: undefined, now: new Date(), poolSize: 100, maxTerms: RECALL_MAX_TERMS, scanLimit };
+  const q: SignalsQuery = { tenantId: tenant, userId: user, embedding: embedding!, text, wordForms: queryWordForms(text), asOf: undefined, now: new Date(), poolSize: 100, maxTerms: RECALL_MAX_TERMS, scanLimit, ...scope };
   let used = '';
   const got = await withTenant(app.runtime.services.database, tenant, (tx) => collectCandidates(tx, q, (_, s) => (used = s), strategy));
   return { ...got, used };
@@ -76,6 +76,19 @@ describe('recall strategy by the size of the scope', () => {
     expect(holding(capped).length).toBeLessThan(holding(whole).length);
     const under = await pool(text, 'auto', 1000);
     expect(under.used).toBe('scan');
+  });
+
+  it('chooses by the size of the scope itself, not of the user: an as_of or a filter that leaves few memories is scanned', async () => {
+    const text = `${WORDS[0]} visit`;
+    // The user holds 40 current memories, more than a limit of 10; at day 4 only 5 had occurred.
+    const early = await pool(text, 'auto', 10, { asOf: new Date(day(4)) });
+    expect(early.used).toBe('scan');
+    const earlyScan = await pool(text, 'scan', 1000, { asOf: new Date(day(4)) });
+    expect(byId(early.candidates).map((c) => c.id)).toEqual(byId(earlyScan.candidates).map((c) => c.id));
+    expect(early.candidates.length).toBeGreaterThan(0);
+    // A filter the covering index cannot check (agent_id) is counted on the rows themselves.
+    expect((await pool(text, 'auto', 10, { agentId: 'no-such-agent' })).used).toBe('scan');
+    expect((await pool(text, 'auto', 10, { asOf: new Date(day(20)) })).used).toBe('quantized');
   });
 
   it('keeps the lexeme counts of a large scope (BM25 df, N, avgdl) equal to the memories after every kind of write', async () => {
