@@ -314,8 +314,13 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
   // A literal, so the planner can match a partial index on one size (an integer: no injection).
   const dims = sql.raw(String(Math.trunc(q.embedding.length)));
   // An HNSW index on the bits, where an operator made one, is walked with iterative scans (SET LOCAL).
+  // No parallel workers for the Hamming pass: starting them cost more than they saved (README,
+  // "Users with many memories"), and concurrent requests use the other cores anyway.
   const [, near] = await Promise.all([
-    query(tx, sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(QUANTIZED_RERANK)}, true)`),
+    query(
+      tx,
+      sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(QUANTIZED_RERANK)}, true), set_config('max_parallel_workers_per_gather', '0', true)`,
+    ),
     query<{ ids: string | null }>(
       tx,
       sql`select array_agg(n.id)::text as ids from (
