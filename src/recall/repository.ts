@@ -336,8 +336,15 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
     sql`
       with ${queryLexemeCtes(q)},
       stats as materialized (
-        select s.lexeme, s.documents, s.lengths from memory_lexeme_stats s
-        where s.tenant_id = ${q.tenantId} and s.user_id = ${q.userId} and s.lexeme = any(array_append((select lexemes from query), ''))
+        -- A lookup a lexeme (the limit keeps it from being flattened): as one "= any(...)", the
+        -- generic plan of the prepared statement read every word count of the user (3,600 rows, ~3 ms).
+        select l.lexeme, s.documents, s.lengths
+        from unnest(array_append((select lexemes from query), '')) as l(lexeme)
+        cross join lateral (
+          select s.documents, s.lengths from memory_lexeme_stats s
+          where s.tenant_id = ${q.tenantId} and s.user_id = ${q.userId} and s.lexeme = l.lexeme
+          limit 1
+        ) s
       ),
       quoted as materialized (
         select l.lexeme, chr(39) || replace(replace(l.lexeme, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39) as term,
