@@ -209,8 +209,9 @@ function scanStatementText(q: SignalsQuery): string {
   if (q.metadata && Object.keys(q.metadata).length > 0) conditions.push(`m.metadata @> $${n++}::jsonb`);
   const skip = q.skipWhenCapped ? ' and (select cardinality(p.rows) from picked p) <= $7' : '';
   // A scope too large to scan is known without reading its wide rows: when the user's current
-  // memories (their word counts' total) pass the limit, the scope is counted on the covering index,
-  // and past the limit none is picked. With a filter that index lacks (agent, run, category,
+  // memories (their word counts' total) pass the limit, the scope is counted up to the limit (on the
+  // covering index, index-only once vacuum has marked the pages all-visible), and past it none is
+  // picked. With a filter that index lacks (agent, run, category,
   // metadata) the newest are picked straight away, as counting first would read the rows twice.
   const filtered = q.agentId !== undefined || q.runId !== undefined || Boolean(q.categories?.length) || Boolean(q.metadata && Object.keys(q.metadata).length > 0);
   const coveredCount = q.skipWhenCapped === true && !filtered;
@@ -314,8 +315,8 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
   // A literal, so the planner can match a partial index on one size (an integer: no injection).
   const dims = sql.raw(String(Math.trunc(q.embedding.length)));
   // An HNSW index on the bits, where an operator made one, is walked with iterative scans (SET LOCAL).
-  // No parallel workers for the Hamming pass: starting them cost more than they saved (README,
-  // "Users with many memories"), and concurrent requests use the other cores anyway.
+  // No parallel workers for the rest of the transaction, the Hamming pass above all: starting them
+  // cost more than they saved (README, "Users with many memories"), and other requests use the cores.
   const [, near] = await Promise.all([
     query(
       tx,
@@ -337,7 +338,7 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
       with ${queryLexemeCtes(q)},
       stats as materialized (
         -- A lookup a lexeme (the limit keeps it from being flattened): as one "= any(...)", the
-        -- generic plan of the prepared statement read every word count of the user (3,600 rows, ~3 ms).
+        -- generic plan of the prepared statement read every word count of the user (3,600 rows, ~3.7 ms).
         select l.lexeme, s.documents, s.lengths
         from unnest(array_append((select lexemes from query), '')) as l(lexeme)
         cross join lateral (

@@ -86,7 +86,7 @@ describe('recall strategy by the size of the scope', () => {
     const earlyScan = await pool(text, 'scan', 1000, { asOf: new Date(day(4)) });
     expect(byId(early.candidates).map((c) => c.id)).toEqual(byId(earlyScan.candidates).map((c) => c.id));
     expect(early.candidates.length).toBeGreaterThan(0);
-    // A filter the covering index cannot check (agent_id) is counted on the rows themselves.
+    // The scope is the filtered one: a filter leaving no memory is scanned, whatever the user holds.
     expect((await pool(text, 'auto', 10, { agentId: 'no-such-agent' })).used).toBe('scan');
     expect((await pool(text, 'auto', 10, { asOf: new Date(day(20)) })).used).toBe('quantized');
   });
