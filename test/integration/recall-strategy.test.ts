@@ -91,6 +91,27 @@ describe('recall strategy by the size of the scope', () => {
     expect((await pool(text, 'auto', 10, { asOf: new Date(day(20)) })).used).toBe('quantized');
   });
 
+  it('counts an as_of scope that holds more than the user now does (memories since superseded) and leaves the scan for it', async () => {
+    const who = 'fay';
+    const t = await tokenFor({ tenant, user: who });
+    const memories = Array.from({ length: 12 }, (_, i) => ({ content: `${WORDS[i % 3]} by the pier on walk ${i}`, occurred_at: day(i) }));
+    expect((await app.call('POST', '/memories', { token: t, body: { memories } })).status).toBe(201);
+    // Four superseded at day 20 (as an extraction's DELETE does): 8 current, 12 valid at day 15.
+    await app.ownerQuery(
+      `update memories set valid_to = $3 where id in (select id from memories where tenant_id = $1 and user_id = $2 order by occurred_at limit 4)`,
+      [tenant, who, day(20)],
+    );
+    const text = `${WORDS[0]} walk`;
+    const now = await pool(text, 'auto', 10, { userId: who });
+    expect(now.used).toBe('scan');
+    const then = await pool(text, 'auto', 10, { userId: who, asOf: new Date(day(15)) });
+    expect(then.used).toBe('quantized');
+    const whole = await pool(text, 'scan', 1000, { userId: who, asOf: new Date(day(15)) });
+    const holding = (p: typeof whole) => p.candidates.filter((c) => c.textScore > 0).map((c) => c.id).sort();
+    expect(holding(then)).toEqual(holding(whole));
+    expect(holding(then).length).toBeGreaterThan(holding(now).length);
+  });
+
   it('keeps the lexeme counts of a large scope (BM25 df, N, avgdl) equal to the memories after every kind of write', async () => {
     const who = 'lex';
     const t = await tokenFor({ tenant, user: who });
