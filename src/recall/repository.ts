@@ -203,6 +203,7 @@ function scanStatementText(q: SignalsQuery): string {
   } else {
     conditions.push('m.valid_to is null', `(m.expires_at is null or m.expires_at > $${n++}::timestamptz)`);
   }
+  const validityConditions = conditions.length;
   if (q.agentId !== undefined) conditions.push(`m.agent_id = $${n++}`);
   if (q.runId !== undefined) conditions.push(`m.run_id = $${n++}`);
   if (q.categories?.length) conditions.push(`m.category in (${q.categories.map(() => `$${n++}`).join(', ')})`);
@@ -211,16 +212,16 @@ function scanStatementText(q: SignalsQuery): string {
   // A scope too large to scan is known without reading its wide rows: when the user's current
   // memories (their word counts' total) pass the limit, the scope is counted up to the limit (on the
   // covering index, index-only once vacuum has marked the pages all-visible), and past it none is
-  // picked. With a filter that index lacks (agent, run, category,
-  // metadata) the newest are picked straight away, as counting first would read the rows twice.
-  const filtered = q.agentId !== undefined || q.runId !== undefined || Boolean(q.categories?.length) || Boolean(q.metadata && Object.keys(q.metadata).length > 0);
-  const coveredCount = q.skipWhenCapped === true && !filtered;
-  const pickNewest = `array(select m.ctid from memories m where ${conditions.join(' and ')} order by m.occurred_at desc nulls last, m.id desc nulls last limit $7 + 1)`;
-  const picked = coveredCount
-    ? `case when coalesce((select s.documents from memory_lexeme_stats s where s.tenant_id = $1 and s.user_id = $2 and s.lexeme = ''), 0) > $7
-                   and (select count(*) from (select 1 from memories m where ${conditions.join(' and ')} limit $7 + 1) c) > $7
+  // picked. With a filter that index lacks (agent, run, category, metadata) the newest are picked
+  // straight away, as counting first would read the rows twice.
+  const where = conditions.join(' and ');
+  const pickNewest = `array(select m.ctid from memories m where ${where} order by m.occurred_at desc nulls last, m.id desc nulls last limit $7 + 1)`;
+  const picked =
+    q.skipWhenCapped && conditions.length === validityConditions
+      ? `case when coalesce((select s.documents from memory_lexeme_stats s where s.tenant_id = $1 and s.user_id = $2 and s.lexeme = ''), 0) > $7
+                   and (select count(*) from (select 1 from memories m where ${where} limit $7 + 1) c) > $7
               then null else ${pickNewest} end`
-    : pickNewest;
+      : pickNewest;
   return `
       with
       words as materialized (

@@ -45,6 +45,8 @@ async function pool(text: string, strategy: RecallStrategy, scanLimit = RECALL_S
 }
 
 const byId = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
+/** The candidates holding a query word, by id. */
+const holding = (p: { candidates: Array<{ id: string; textScore: number }> }) => p.candidates.filter((c) => c.textScore > 0).map((c) => c.id).sort();
 
 describe('recall strategy by the size of the scope', () => {
   it('gives the same candidates and the same ranking from the scan and the indexes on a small scope', async () => {
@@ -71,7 +73,6 @@ describe('recall strategy by the size of the scope', () => {
     expect(auto.used).toBe('quantized');
     const whole = await pool(text, 'scan', 1000);
     // Every memory holding the word comes back, as when the whole scope is scanned.
-    const holding = (p: typeof whole) => p.candidates.filter((c) => c.textScore > 0).map((c) => c.id).sort();
     expect(holding(auto)).toEqual(holding(whole));
     expect(holding(capped).length).toBeLessThan(holding(whole).length);
     const under = await pool(text, 'auto', 1000);
@@ -107,7 +108,6 @@ describe('recall strategy by the size of the scope', () => {
     const then = await pool(text, 'auto', 10, { userId: who, asOf: new Date(day(15)) });
     expect(then.used).toBe('quantized');
     const whole = await pool(text, 'scan', 1000, { userId: who, asOf: new Date(day(15)) });
-    const holding = (p: typeof whole) => p.candidates.filter((c) => c.textScore > 0).map((c) => c.id).sort();
     expect(holding(then)).toEqual(holding(whole));
     expect(holding(then).length).toBeGreaterThan(holding(now).length);
   });
