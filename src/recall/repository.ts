@@ -27,6 +27,17 @@ export interface SignalsQuery {
   runId?: string | undefined;
   categories?: string[] | undefined;
   metadata?: Record<string, unknown> | undefined;
+  /** A large scope's bounds (findLargeScopeSignals), smaller in tests than the defaults below. */
+  largeScope?: Partial<LargeScopeBounds>;
+}
+
+export interface LargeScopeBounds {
+  /** How many memories nearest by Hamming distance are re-ranked by their full vectors. */
+  rerank: number;
+  /** How many memories of each set of query terms the text arm reads, the newest first. */
+  perSet: number;
+  /** A term held by more of the user's memories than this is read alone only if it is the rarest. */
+  termReadLimit: number;
 }
 
 export interface SignalRow {
@@ -275,15 +286,15 @@ function vectorLiteral(embedding: readonly number[]): string {
  * the Hamming distance of the quantized ones (`npm run bench -- scale`).
  */
 export const QUANTIZED_RERANK = 400;
-/** At most this many memories holding one query lexeme join the text arm of a large scope, the newest. */
+/** At most this many memories holding one set of query terms join the text arm of a large scope, the newest. */
 export const LARGE_SCOPE_MATCHES_PER_TERM = 300;
 /**
- * A query lexeme held by more of the user's memories than this brings none to a large scope's text
+ * A query term held by more of the user's memories than this brings none to a large scope's text
  * arm (unless it is the query's rarest): reading them all to keep the newest would cost more than
  * such a common word is worth to BM25. It still counts in the score of every memory read.
  */
 export const LARGE_SCOPE_TERM_READ_LIMIT = 2000;
-/** Up to this many query lexemes, the text arm also reads the memories holding all of them but two. */
+/** Up to this many query terms, the text arm also reads the memories holding all of them but two. */
 export const LARGE_SCOPE_SUBSET_TERMS = 8;
 /** A large scope's size (BM25's N) is counted up to this many memories; a larger one counts as this. */
 export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
@@ -297,9 +308,10 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   memories": faster recall, slower inserts); the nearest QUANTIZED_RERANK are re-ranked by
  *   their full vectors' cosine;
  * - text arm: through the search_text GIN index, the newest LARGE_SCOPE_MATCHES_PER_TERM memories
- *   of each set of query lexemes: each lexeme held by at most LARGE_SCOPE_TERM_READ_LIMIT of the
- *   user's memories (and the rarest), all of them, all but one, all but two (up to
- *   LARGE_SCOPE_SUBSET_TERMS lexemes), found by engram_recall_text_sets (migration 0010: as the
+ *   of each set of query terms (a term: a lexeme, or an irregular word's forms as alternatives, as
+ *   BM25 counts them): each term held by at most LARGE_SCOPE_TERM_READ_LIMIT of the user's
+ *   memories (and the rarest), all of them, all but one, all but two (up to
+ *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_sets (migration 0010: as the
  *   owner, within the current tenant, since row-level security keeps @@ from using the index);
  *   the request's other filters are applied when the rows are read;
  * - N, avgdl and each lexeme's df are the user's current memories', from memory_lexeme_stats
@@ -309,6 +321,7 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  * On a scope no larger than the re-rank every memory is read, and the answer is the scan's.
  */
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
+  const bounds: LargeScopeBounds = { rerank: QUANTIZED_RERANK, perSet: LARGE_SCOPE_MATCHES_PER_TERM, termReadLimit: LARGE_SCOPE_TERM_READ_LIMIT, ...q.largeScope };
   const vector = `[${q.embedding.join(',')}]`;
   const where = scopeConditions(q);
   // The query's vector and bits in scalar subqueries, computed once: the driver prepares statements,
@@ -321,7 +334,7 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
   const [, near] = await Promise.all([
     query(
       tx,
-      sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(QUANTIZED_RERANK)}, true), set_config('max_parallel_workers_per_gather', '0', true)`,
+      sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(1, bounds.rerank))}, true), set_config('max_parallel_workers_per_gather', '0', true)`,
     ),
     query<{ ids: string | null }>(
       tx,
@@ -329,7 +342,7 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
                 select m.id from memories m
                 where ${where} and length(m.embedding_bits) = ${dims}
                 order by m.embedding_bits::bit(${dims}) <~> (select binary_quantize(${vector}::vector)::bit(${dims}))
-                limit ${QUANTIZED_RERANK}) n`,
+                limit ${bounds.rerank}) n`,
     ),
   ]);
   const nearIds = near[0]?.ids ?? '{}';
@@ -348,15 +361,25 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
           limit 1
         ) s
       ),
+      -- A term per query word: a lexeme, or the forms of one irregular word as alternatives ('person'
+      -- | 'peopl'), as BM25 counts them (bm25.ts queryTerms). Keyed by lexeme, or by chr(1) and the
+      -- group (no lexeme holds a control character); held by at most the sum of its lexemes' counts.
       quoted as materialized (
-        select l.lexeme, chr(39) || replace(replace(l.lexeme, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39) as term,
-               coalesce(s.documents, 0) as documents, row_number() over (order by coalesce(s.documents, 0), l.lexeme) as rarest
-        from unnest((select lexemes from query)) as l(lexeme) left join stats s on s.lexeme = l.lexeme
+        select t.lexeme, t.term, t.documents, row_number() over (order by t.documents, t.lexeme) as rarest
+        from (
+          select coalesce(chr(1) || g.grp, l.lexeme) as lexeme,
+                 '(' || string_agg(chr(39) || replace(replace(l.lexeme, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39), ' | ' order by l.lexeme) || ')' as term,
+                 sum(coalesce(s.documents, 0)) as documents
+          from unnest((select lexemes from query)) as l(lexeme)
+          left join stats s on s.lexeme = l.lexeme
+          left join lateral (select min(x.grp) as grp from lexemes x where x.lexeme = l.lexeme) g on true
+          group by 1
+        ) t
       ),
       sets as materialized (
         select array(
           select term from quoted
-          where documents <= ${LARGE_SCOPE_TERM_READ_LIMIT} or rarest = 1 or not exists (select 1 from stats where lexeme = '')
+          where documents <= ${bounds.termReadLimit} or rarest = 1 or not exists (select 1 from stats where lexeme = '')
           union
           select string_agg(term, ' & ' order by lexeme) from quoted having count(*) >= 2
           union
@@ -369,7 +392,7 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
         ) as sets
       ),
       matched as materialized (
-        select t.id from engram_recall_text_sets(${q.userId}, (select sets from sets), ${LARGE_SCOPE_MATCHES_PER_TERM},
+        select t.id from engram_recall_text_sets(${q.userId}, (select sets from sets), ${bounds.perSet},
           ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz) t
       ),
       picked as materialized (select unnest(${nearIds}::uuid[]) as id union select id from matched),

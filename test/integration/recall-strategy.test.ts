@@ -148,6 +148,30 @@ describe('recall strategy by the size of the scope', () => {
     expect(after.map((r) => r.lexeme)).not.toContain(WORDS[2]);
   });
 
+  it("counts an irregular word's forms as one term of the text arm's sets, as BM25 does", async () => {
+    const who = 'gil';
+    const t = await tokenFor({ tenant, user: who });
+    const [a, b, c, e, f] = [WORDS[4], WORDS[5], WORDS[6], WORDS[7], WORDS[8]];
+    // The oldest memory holds 4 of the query's 6 terms (people, with its form person, is one). Every
+    // term it holds is too common to be read alone, the rare two are read alone (newest first) and
+    // bring only newer memories; only a set of all terms but two finds it. Counted as 7 lexemes,
+    // the sets of all but two needed 5 of them, which it does not hold.
+    const target = { content: `${a} ${b} ${c} people at the fair`, occurred_at: day(0) };
+    const filler = [a, b, c, 'people', e, e, e, f, f, f].flatMap((w, i) => (i < 4 ? [0, 1, 2, 3] : [0]).map((k) => `${w} on an ordinary outing ${i}-${k}`));
+    const memories = [target, ...filler.map((content, i) => ({ content, occurred_at: day(1 + i) }))];
+    const res = await app.call('POST', '/memories', { token: t, body: { memories } });
+    expect(res.status).toBe(201);
+    const targetId = (res.body as { memories: Array<{ id: string }> }).memories[0]!.id;
+    const text = `${a} ${b} ${c} people ${e} ${f}`;
+    expect(queryWordForms(text).map((w) => w.form).sort()).toEqual(['people', 'person']);
+    // No Hamming re-rank, so the text arm alone must find it; two memories a set; a term held by more than three is not read alone.
+    const got = await pool(text, 'quantized', RECALL_SCAN_LIMIT, { userId: who, largeScope: { rerank: 0, perSet: 2, termReadLimit: 3 } });
+    expect(got.used).toBe('quantized');
+    expect(holding(got)).toContain(targetId);
+    const options = { weights: DEFAULT_WEIGHTS, halfLifeHours: 720, now: new Date(), minRelevance: 0, limit: 1 };
+    expect(rankRecallCandidates(got, options).map((m) => m.id)).toEqual([targetId]);
+  });
+
   // 2,001 memories: on PostgreSQL only, where it takes a few seconds (the embedded backend is checked
   // by the test above, with a small scan limit).
   it.skipIf(TEST_BACKEND === 'pglite')(`through the API: a user crossing ${RECALL_SCAN_LIMIT} memories keeps being answered, the oldest included`, async () => {
