@@ -14,7 +14,7 @@ import { adminUrl, databaseUrl } from '../test/support/env.js';
 export interface BenchRuntime {
   runtime: Runtime;
   database: Database;
-  /** VACUUM (ANALYZE) memories, as a load's end would see it after autovacuum. */
+  /** VACUUM (ANALYZE) memories and the text arm's copies, as a load's end would see it after autovacuum. */
   vacuum: () => Promise<void>;
   close: () => Promise<void>;
 }
@@ -28,7 +28,7 @@ export async function openBenchRuntime(env: Record<string, string | undefined>, 
     return {
       runtime,
       database,
-      vacuum: async () => void (await database.client.query('vacuum (analyze) memories')),
+      vacuum: async () => void (await database.client.query('vacuum (analyze) memories, memory_search')),
       close: async () => {
         await runtime.close();
         await database.close();
@@ -47,7 +47,7 @@ export async function openBenchRuntime(env: Record<string, string | undefined>, 
     database: runtime.services.database,
     vacuum: async () => {
       const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
-      await owner.unsafe('vacuum (analyze) memories');
+      await owner.unsafe('vacuum (analyze) memories, memory_search');
       await owner.end();
     },
     close: async () => {

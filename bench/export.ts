@@ -37,7 +37,7 @@ try {
      from generate_series(1, $2::int) g`,
     [tenant, count],
   );
-  await bench.owner.unsafe('vacuum (analyze) memories');
+  await bench.owner.unsafe('vacuum (analyze) memories, memory_search');
   process.stdout.write(`seeded ${count} memories in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 
   (globalThis as { gc?: () => void }).gc?.();

@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     };
     await load(attacker, attackerMemories);
     await load(victim, victimMemories);
-    await bench.owner.unsafe('vacuum (analyze) memories');
+    await bench.owner.unsafe('vacuum (analyze) memories, memory_search');
 
     if (values['load-only']) return;
     const query = attackQuery();

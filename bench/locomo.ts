@@ -214,7 +214,7 @@ async function startPostgres(): Promise<Backend> {
       async analyze() {
         const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
         try {
-          await owner.unsafe('vacuum (analyze) memories');
+          await owner.unsafe('vacuum (analyze) memories, memory_search');
         } finally {
           await owner.end();
         }
@@ -239,7 +239,7 @@ async function startPglite(): Promise<Backend> {
   return {
     runtime,
     async analyze() {
-      await database.client.query('vacuum (analyze) memories');
+      await database.client.query('vacuum (analyze) memories, memory_search');
     },
     async close() {
       await runtime.close();

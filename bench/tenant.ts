@@ -86,20 +86,21 @@ try {
   if (stored > 0) process.stdout.write(`load: ${stored} memories in ${seconds.toFixed(0)} s, ${Math.round(stored / seconds)}/s, load average ${load()}\n`);
   const tv = performance.now();
   await vacuum();
-  process.stdout.write(`vacuum (analyze) memories: ${((performance.now() - tv) / 1000).toFixed(0)} s\n`);
+  process.stdout.write(`vacuum (analyze) memories, memory_search: ${((performance.now() - tv) / 1000).toFixed(0)} s\n`);
   const [total] = await owner<{ n: number | string }>(sql`select count(*) as n from memories`);
-  const [sizes] = await owner<{ heap: string; toast: string; indexes: string; total: string; stats: string; events: string }>(sql`
+  const [sizes] = await owner<{ heap: string; toast: string; indexes: string; total: string; stats: string; copies: string; events: string }>(sql`
     select pg_relation_size('memories') as heap,
            coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) as toast,
            pg_indexes_size('memories') as indexes, pg_total_relation_size('memories') as total,
-           pg_total_relation_size('memory_lexeme_stats') as stats, pg_total_relation_size('memory_events') as events
+           pg_total_relation_size('memory_lexeme_stats') as stats, pg_total_relation_size('memory_search') as copies,
+           pg_total_relation_size('memory_events') as events
     from pg_class c where c.oid = 'memories'::regclass`);
   const indexes = await owner<{ name: string; size: string }>(sql`
     select i.relname as name, pg_relation_size(i.oid) as size from pg_index x join pg_class i on i.oid = x.indexrelid
     where x.indrelid = 'memories'::regclass order by pg_relation_size(i.oid) desc`);
   process.stdout.write(
     `${total!.n} memories: table ${mb(sizes!.total)} (heap ${mb(sizes!.heap)}, TOAST ${mb(sizes!.toast)}, indexes ${mb(sizes!.indexes)}); ` +
-      `lexeme counts ${mb(sizes!.stats)}; memory_events ${mb(sizes!.events)}\n  indexes: ${indexes.map((i) => `${i.name} ${mb(i.size)}`).join(', ')}\n`,
+      `lexeme counts ${mb(sizes!.stats)}; text arm's copies (memory_search, with its indexes) ${mb(sizes!.copies)}; memory_events ${mb(sizes!.events)}\n  indexes: ${indexes.map((i) => `${i.name} ${mb(i.size)}`).join(', ')}\n`,
   );
   // A seeded draw, so that two runs ask the same users the same questions.
   let seed = 12345;

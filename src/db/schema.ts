@@ -80,7 +80,6 @@ export const memories = pgTable(
     uniqueIndex('memories_current_content_uq')
       .on(t.tenantId, t.userId, t.contentHash)
       .where(sql`valid_to is null`),
-    index('memories_search_text_idx').using('gin', t.searchText),
   ],
 );
 
@@ -162,7 +161,8 @@ export const tenantSettings = pgTable('tenant_settings', {
 export const tenantTables = ['memories', 'memory_events', 'extraction_jobs', 'erasures', 'tenant_settings', 'webhook_endpoints', 'webhook_deliveries'] as const;
 /**
  * Tenant tables the application only reads, kept by the database's triggers from the tables above
- * (migration 0010: memory_lexeme_stats, recall's word counts of a large scope); row-level security
- * holds them to the tenant all the same.
+ * (recall of a large scope: migration 0010, memory_lexeme_stats, the word counts; 0011,
+ * memory_search, the narrow copies its text arm reads); row-level security holds them to the
+ * tenant all the same.
  */
-export const derivedTenantTables = ['memory_lexeme_stats'] as const;
+export const derivedTenantTables = ['memory_lexeme_stats', 'memory_search'] as const;

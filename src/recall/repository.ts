@@ -27,6 +27,12 @@ export interface SignalsQuery {
   runId?: string | undefined;
   categories?: string[] | undefined;
   metadata?: Record<string, unknown> | undefined;
+  /**
+   * Whether a large scope's vector arm passes over every memory's bits (findLargeScopeSignals);
+   * false for an embedder whose vectors are hashed word features (`lexical`): a memory near such a
+   * query shares its words, and the text arm reads those through the index. Default true.
+   */
+  nearestByBits?: boolean;
   /** A large scope's bounds (findLargeScopeSignals), smaller in tests than the defaults below. */
   largeScope?: Partial<LargeScopeBounds>;
 }
@@ -306,8 +312,9 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   index-only scan: the wide rows are not read), or through an HNSW index on the bits with
  *   pgvector's iterative scan where an operator has made one (README, "Users with many
  *   memories": faster recall, slower inserts); the nearest QUANTIZED_RERANK are re-ranked by
- *   their full vectors' cosine;
- * - text arm: through the search_text GIN index, the newest LARGE_SCOPE_MATCHES_PER_TERM memories
+ *   their full vectors' cosine. Skipped when `nearestByBits` is false;
+ * - text arm: through the GIN index of memory_search (migration 0011, narrow copies of the
+ *   memories' words, kept by triggers), the newest LARGE_SCOPE_MATCHES_PER_TERM memories
  *   of each set of query terms (a term: a lexeme, or an irregular word's forms as alternatives, as
  *   BM25 counts them): each term held by at most LARGE_SCOPE_TERM_READ_LIMIT of the user's
  *   memories (and the rarest), all of them, all but one, all but two (up to
@@ -331,22 +338,27 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
   // An HNSW index on the bits, where an operator made one, is walked with iterative scans (SET LOCAL).
   // No parallel workers for the rest of the transaction, the Hamming pass above all: starting them
   // cost more than they saved (README, "Users with many memories"), and other requests use the cores.
-  const [, near] = await Promise.all([
-    query(
-      tx,
-      sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(1, bounds.rerank))}, true), set_config('max_parallel_workers_per_gather', '0', true)`,
-    ),
-    query<{ ids: string | null }>(
-      tx,
-      sql`select array_agg(n.id)::text as ids from (
+  const settings = query(
+    tx,
+    sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(1, bounds.rerank))}, true), set_config('max_parallel_workers_per_gather', '0', true)`,
+  );
+  let nearIds = '{}';
+  if (q.nearestByBits !== false) {
+    const [, near] = await Promise.all([
+      settings,
+      query<{ ids: string | null }>(
+        tx,
+        sql`select array_agg(n.id)::text as ids from (
                 select m.id from memories m
                 where ${where} and length(m.embedding_bits) = ${dims}
                 order by m.embedding_bits::bit(${dims}) <~> (select binary_quantize(${vector}::vector)::bit(${dims}))
                 limit ${bounds.rerank}) n`,
-    ),
-  ]);
-  const nearIds = near[0]?.ids ?? '{}';
-  const [raw] = await query<RawSignals>(
+      ),
+    ]);
+    nearIds = near[0]?.ids ?? '{}';
+  }
+  // Without the pass, the settings go down with the statement (one round trip).
+  const [[raw]] = await Promise.all([query<RawSignals>(
     tx,
     sql`
       with ${queryLexemeCtes(q)},
@@ -415,7 +427,7 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
         },
       )}
     `,
-  );
+  ), settings]);
   return parseRecallSignals(raw);
 }
 

@@ -159,6 +159,7 @@ export async function recall(ctx: RequestContext, body: RecallBody): Promise<{ m
       poolSize: CANDIDATES_PER_ARM,
       maxTerms: RECALL_MAX_TERMS,
       scanLimit: RECALL_SCAN_LIMIT,
+      nearestByBits: ctx.services.embedder.kind !== 'lexical',
       agentId: body.filters?.agent_id,
       runId: body.filters?.run_id,
       categories: body.filters?.categories,

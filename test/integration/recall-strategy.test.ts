@@ -62,6 +62,12 @@ describe('recall strategy by the size of the scope', () => {
       expect(indexed.fullTextScore).toBeCloseTo(scan.fullTextScore, 9);
       const options = { weights: DEFAULT_WEIGHTS, halfLifeHours: 720, now: new Date(), minRelevance: 0, limit: 10 };
       expect(rankRecallCandidates(indexed, options).map((c) => c.id)).toEqual(rankRecallCandidates(scan, options).map((c) => c.id));
+      // Without the pass over the bits (the lexical embedder's way), the text arm alone finds every
+      // memory holding a query word, and the same ones rank.
+      const byWords = await pool(text, 'quantized', RECALL_SCAN_LIMIT, { nearestByBits: false });
+      expect(holding(byWords)).toEqual(holding(scan));
+      const ranked = rankRecallCandidates(scan, options).filter((c) => holding(scan).includes(c.id));
+      expect(rankRecallCandidates(byWords, options).map((c) => c.id)).toEqual(ranked.map((c) => c.id));
     }
   });
 
@@ -112,7 +118,7 @@ describe('recall strategy by the size of the scope', () => {
     expect(holding(then).length).toBeGreaterThan(holding(now).length);
   });
 
-  it('keeps the lexeme counts of a large scope (BM25 df, N, avgdl) equal to the memories after every kind of write', async () => {
+  it('keeps the lexeme counts (BM25 df, N, avgdl) and the narrow copies of a large scope equal to the memories after every kind of write', async () => {
     const who = 'lex';
     const t = await tokenFor({ tenant, user: who });
     // The counts as the triggers keep them, and as the current memories give them, side by side.
@@ -128,6 +134,16 @@ describe('recall strategy by the size of the scope', () => {
          where tenant_id = $1 and user_id = $2 and valid_to is null group by lexeme order by lexeme`,
         [tenant, who],
       );
+    // The text arm's copies (memory_search) as the triggers keep them, and as the memories give them.
+    const copies = (table: string) =>
+      app.ownerQuery<Record<string, string>>(
+        `select id::text, user_id, occurred_at::text, valid_to::text, expires_at::text, search_text::text from ${table} where tenant_id = $1 and user_id = $2 order by id`,
+        [tenant, who],
+      );
+    const expectKept = async () => {
+      expect(await kept()).toEqual(await truth());
+      expect(await copies('memory_search')).toEqual(await copies('memories'));
+    };
     const added = await app.call('POST', '/memories', {
       token: t,
       body: { memories: [{ content: `${WORDS[0]} ${WORDS[1]} by the lake` }, { content: `${WORDS[1]} ${WORDS[2]} in the hills` }, { content: `${WORDS[2]} alone` }] },
@@ -135,15 +151,19 @@ describe('recall strategy by the size of the scope', () => {
     expect(added.status).toBe(201);
     const ids = (added.body as { memories: Array<{ id: string }> }).memories.map((m) => m.id);
     expect((await kept()).length).toBeGreaterThan(3);
-    expect(await kept()).toEqual(await truth());
+    expect((await copies('memory_search')).length).toBe(3);
+    await expectKept();
     // The same fact again supersedes the first (an update of valid_to), a patch changes words, a delete removes them.
     expect((await app.call('POST', '/memories', { token: t, body: { memories: [{ content: `${WORDS[0]} ${WORDS[1]} by the lake` }] } })).status).toBe(201);
-    expect(await kept()).toEqual(await truth());
+    await expectKept();
     expect((await app.call('PATCH', `/memories/${ids[1]}`, { token: t, body: { content: `${WORDS[3]} in the valley` } })).status).toBe(200);
-    expect(await kept()).toEqual(await truth());
+    await expectKept();
+    // An expiry set from outside the API (as an operator might) is copied too.
+    await app.ownerQuery(`update memories set expires_at = $3 where tenant_id = $1 and id = $2`, [tenant, ids[0], day(400)]);
+    await expectKept();
     expect((await app.call('DELETE', `/memories/${ids[2]}`, { token: t })).status).toBeLessThan(300);
+    await expectKept();
     const after = await kept();
-    expect(after).toEqual(await truth());
     // A word no current memory holds any longer leaves no row behind.
     expect(after.map((r) => r.lexeme)).not.toContain(WORDS[2]);
   });
