@@ -7,11 +7,11 @@
  *     [--backend postgres|pglite] [--database <name>]
  *
  * Reports the load's time and rate, the sizes of the memories table (heap, TOAST) and of each of
- * its indexes and of the lexeme counts, and recall's p50/p95/p99 at limit 10 (in-process around
- * `app.request`: auth, validation, embedding, SQL, ranking, JSON) over `--queries` LoCoMo questions,
- * each asked of a user drawn at random. The memories are LoCoMo's turns, cycled, each copy numbered
- * (as `bench biguser`). `--database`: a PostgreSQL database of that name, made if missing and
- * kept, the users already loaded not loaded again.
+ * its indexes, of the lexeme counts and of the text arm's copies, and recall's p50/p95/p99 at
+ * limit 10 (in-process around `app.request`: auth, validation, embedding, SQL, ranking, JSON) over
+ * `--queries` LoCoMo questions, each asked of a user drawn at random. The memories are LoCoMo's
+ * turns, cycled, each copy numbered (as `bench biguser`). `--database`: a PostgreSQL database of
+ * that name, made if missing and kept, the users already loaded not loaded again.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -28,8 +28,30 @@ CREATE POLICY tenant_isolation ON memory_search
 -- The application reads them; only the triggers below (as the owner) write them.
 GRANT SELECT ON memory_search TO engram_app;
 --> statement-breakpoint
+-- The triggers write as the owner, and not always within a tenant: the expiry sweep (0007) and an
+-- operator's own SQL write across tenants. Under FORCE row-level security an owner that is no
+-- superuser (the production layout) is held to tenant_isolation too: its writes to these derived
+-- tables would fail the check (memory_lexeme_stats, since 0010) or match nothing (the copies), and
+-- the text arm's @@ could not use the GIN index. So the owner is let through, as on memories in 0007;
+-- never the application role itself (a deployment migrating as it): that would lift isolation.
+DO $$
+BEGIN
+  IF current_user = 'engram_app' THEN
+    RETURN;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = 'memory_search' AND policyname = 'derived_owner_maintain') THEN
+    CREATE POLICY derived_owner_maintain ON memory_search FOR ALL TO CURRENT_USER USING (true) WITH CHECK (true);
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = 'memory_lexeme_stats' AND policyname = 'derived_owner_maintain') THEN
+    CREATE POLICY derived_owner_maintain ON memory_lexeme_stats FOR ALL TO CURRENT_USER USING (true) WITH CHECK (true);
+  END IF;
+END
+$$;
+--> statement-breakpoint
 -- One statement's rows copied, changed (only where a copied column changed: a re-embed writes
--- nothing here) or removed; erasure's deletes remove the copies with the memories.
+-- nothing here) or removed; erasure's deletes remove the copies with the memories. An update is
+-- an upsert, and drops the copy of a key it moved away from, so a copy missing for any reason is
+-- made again by the next write of its memory.
 CREATE OR REPLACE FUNCTION engram_memory_search_apply() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 BEGIN
@@ -37,17 +59,26 @@ BEGIN
     INSERT INTO memory_search (tenant_id, id, user_id, occurred_at, valid_to, expires_at, search_text)
     SELECT r.tenant_id, r.id, r.user_id, r.occurred_at, r.valid_to, r.expires_at, r.search_text FROM new_rows r;
   ELSIF TG_OP = 'UPDATE' THEN
-    UPDATE memory_search s
-    SET user_id = r.user_id, occurred_at = r.occurred_at, valid_to = r.valid_to, expires_at = r.expires_at, search_text = r.search_text
-    FROM new_rows r
-    WHERE s.tenant_id = r.tenant_id AND s.id = r.id
-      AND (s.user_id, s.occurred_at, s.valid_to, s.expires_at, s.search_text) IS DISTINCT FROM (r.user_id, r.occurred_at, r.valid_to, r.expires_at, r.search_text);
+    DELETE FROM memory_search s USING old_rows o
+    WHERE s.tenant_id = o.tenant_id AND s.id = o.id
+      AND NOT EXISTS (SELECT 1 FROM new_rows r WHERE r.tenant_id = o.tenant_id AND r.id = o.id);
+    INSERT INTO memory_search AS s (tenant_id, id, user_id, occurred_at, valid_to, expires_at, search_text)
+    SELECT r.tenant_id, r.id, r.user_id, r.occurred_at, r.valid_to, r.expires_at, r.search_text FROM new_rows r
+    ON CONFLICT (tenant_id, id) DO UPDATE
+    SET user_id = excluded.user_id, occurred_at = excluded.occurred_at, valid_to = excluded.valid_to, expires_at = excluded.expires_at, search_text = excluded.search_text
+    WHERE (s.user_id, s.occurred_at, s.valid_to, s.expires_at, s.search_text)
+      IS DISTINCT FROM (excluded.user_id, excluded.occurred_at, excluded.valid_to, excluded.expires_at, excluded.search_text);
   ELSE
     DELETE FROM memory_search s USING old_rows r WHERE s.tenant_id = r.tenant_id AND s.id = r.id;
   END IF;
   RETURN NULL;
 END
 $$;
+--> statement-breakpoint
+-- Fired by the triggers only: no role may attach these owner's functions to a table of its own.
+REVOKE ALL ON FUNCTION engram_memory_search_apply() FROM PUBLIC;
+--> statement-breakpoint
+REVOKE ALL ON FUNCTION engram_lexeme_stats_apply() FROM PUBLIC;
 --> statement-breakpoint
 DROP TRIGGER IF EXISTS memories_search_insert ON memories;
 --> statement-breakpoint

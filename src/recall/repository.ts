@@ -28,9 +28,11 @@ export interface SignalsQuery {
   categories?: string[] | undefined;
   metadata?: Record<string, unknown> | undefined;
   /**
-   * Whether a large scope's vector arm passes over every memory's bits (findLargeScopeSignals);
-   * false for an embedder whose vectors are hashed word features (`lexical`): a memory near such a
-   * query shares its words, and the text arm reads those through the index. Default true.
+   * Whether a large scope's vector arm passes over every memory's bits (findLargeScopeSignals).
+   * False for an embedder whose vectors are hashed word features (`lexical`): a memory near such a
+   * query mostly shares its words, which the text arm reads through its index. The pass runs all
+   * the same when the request has a filter (the text arm keeps its newest before filtering) or when
+   * the text arm brings fewer than `poolSize` memories (no word held, stop words only). Default true.
    */
   nearestByBits?: boolean;
   /** A large scope's bounds (findLargeScopeSignals), smaller in tests than the defaults below. */
@@ -312,7 +314,7 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   index-only scan: the wide rows are not read), or through an HNSW index on the bits with
  *   pgvector's iterative scan where an operator has made one (README, "Users with many
  *   memories": faster recall, slower inserts); the nearest QUANTIZED_RERANK are re-ranked by
- *   their full vectors' cosine. Skipped when `nearestByBits` is false;
+ *   their full vectors' cosine (not when `nearestByBits` is false: see there);
  * - text arm: through the GIN index of memory_search (migration 0011, narrow copies of the
  *   memories' words, kept by triggers), the newest LARGE_SCOPE_MATCHES_PER_TERM memories
  *   of each set of query terms (a term: a lexeme, or an irregular word's forms as alternatives, as
@@ -325,9 +327,18 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   (migration 0010, kept by triggers on every write), so a common word is not overrated for
  *   having been read in part; a user with none current (an as_of before a supersede) falls back
  *   to the scope counted up to LARGE_SCOPE_COUNT_LIMIT and the memories read.
- * On a scope no larger than the re-rank every memory is read, and the answer is the scan's.
+ * With the pass, on a scope no larger than the re-rank every memory is read, and the answer is the scan's.
  */
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
+  const filtered = q.agentId !== undefined || q.runId !== undefined || Boolean(q.categories?.length) || Object.keys(q.metadata ?? {}).length > 0;
+  if (q.nearestByBits === false && !filtered) {
+    const byWords = await readLargeScope(tx, q, false);
+    if (byWords.rows.length >= q.poolSize) return byWords;
+  }
+  return readLargeScope(tx, q, true);
+}
+
+async function readLargeScope(tx: Db, q: SignalsQuery, nearestByBits: boolean): Promise<RecallSignals> {
   const bounds: LargeScopeBounds = { rerank: QUANTIZED_RERANK, perSet: LARGE_SCOPE_MATCHES_PER_TERM, termReadLimit: LARGE_SCOPE_TERM_READ_LIMIT, ...q.largeScope };
   const vector = `[${q.embedding.join(',')}]`;
   const where = scopeConditions(q);
@@ -342,8 +353,10 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
     tx,
     sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(1, bounds.rerank))}, true), set_config('max_parallel_workers_per_gather', '0', true)`,
   );
+  // Handled here and rejected again below: a failure is answered once, by whichever awaits first.
+  settings.catch(() => undefined);
   let nearIds = '{}';
-  if (q.nearestByBits !== false) {
+  if (nearestByBits) {
     const [, near] = await Promise.all([
       settings,
       query<{ ids: string | null }>(
@@ -376,8 +389,9 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
       -- A term per query word: a lexeme, or the forms of one irregular word as alternatives ('person'
       -- | 'peopl'), as BM25 counts them (bm25.ts queryTerms). Keyed by lexeme, or by chr(1) and the
       -- group (no lexeme holds a control character); held by at most the sum of its lexemes' counts.
+      -- The rarest is the rarest the user holds: a term held by none finds nothing read alone.
       quoted as materialized (
-        select t.lexeme, t.term, t.documents, row_number() over (order by t.documents, t.lexeme) as rarest
+        select t.lexeme, t.term, t.documents, row_number() over (order by t.documents = 0, t.documents, t.lexeme) as rarest
         from (
           select coalesce(chr(1) || g.grp, l.lexeme) as lexeme,
                  '(' || string_agg(chr(39) || replace(replace(l.lexeme, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39), ' | ' order by l.lexeme) || ')' as term,

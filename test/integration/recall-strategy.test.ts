@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../../src/db/tenant.js';
-import type { SignalsQuery } from '../../src/recall/repository.js';
+import type { RecallSignals, SignalsQuery } from '../../src/recall/repository.js';
 import { RECALL_MAX_TERMS, RECALL_SCAN_LIMIT, collectCandidates, rankRecallCandidates, type RecallStrategy } from '../../src/recall/service.js';
 import { DEFAULT_WEIGHTS } from '../../src/recall/scoring.js';
 import { queryWordForms } from '../../src/recall/word-forms.js';
@@ -40,8 +40,14 @@ async function pool(text: string, strategy: RecallStrategy, scanLimit = RECALL_S
   const [embedding] = await app.runtime.services.embedder.embed([text]);
   const q: SignalsQuery = { tenantId: tenant, userId: user, embedding: embedding!, text, wordForms: queryWordForms(text), asOf: undefined, now: new Date(), poolSize: 100, maxTerms: RECALL_MAX_TERMS, scanLimit, ...scope };
   let used = '';
-  const got = await withTenant(app.runtime.services.database, tenant, (tx) => collectCandidates(tx, q, (_, s) => (used = s), strategy));
-  return { ...got, used };
+  let signals: RecallSignals | undefined;
+  const got = await withTenant(app.runtime.services.database, tenant, (tx) =>
+    collectCandidates(tx, q, (read, s) => {
+      signals = read;
+      used = s;
+    }, strategy),
+  );
+  return { ...got, used, rows: signals!.rows };
 }
 
 const byId = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -62,13 +68,26 @@ describe('recall strategy by the size of the scope', () => {
       expect(indexed.fullTextScore).toBeCloseTo(scan.fullTextScore, 9);
       const options = { weights: DEFAULT_WEIGHTS, halfLifeHours: 720, now: new Date(), minRelevance: 0, limit: 10 };
       expect(rankRecallCandidates(indexed, options).map((c) => c.id)).toEqual(rankRecallCandidates(scan, options).map((c) => c.id));
-      // Without the pass over the bits (the lexical embedder's way), the text arm alone finds every
-      // memory holding a query word, and the same ones rank.
-      const byWords = await pool(text, 'quantized', RECALL_SCAN_LIMIT, { nearestByBits: false });
-      expect(holding(byWords)).toEqual(holding(scan));
-      const ranked = rankRecallCandidates(scan, options).filter((c) => holding(scan).includes(c.id));
-      expect(rankRecallCandidates(byWords, options).map((c) => c.id)).toEqual(ranked.map((c) => c.id));
     }
+  });
+
+  it('without the pass over the bits (the lexical embedder), reads the memories holding a query word, and falls back to the pass when they are too few', async () => {
+    const withHit = (rows: Array<{ id: string; hits: Map<string, number> }>) => rows.filter((r) => r.hits.size > 0).map((r) => r.id).sort();
+    const text = `${WORDS[1]} ${WORDS[6]}`;
+    const scan = await pool(text, 'scan', RECALL_SCAN_LIMIT, { poolSize: 3 });
+    const bits = await pool(text, 'quantized');
+    const words = await pool(text, 'quantized', RECALL_SCAN_LIMIT, { poolSize: 3, nearestByBits: false });
+    // The pass brings memories by their bits alone; without it every memory read holds a word, and
+    // they are the same as the scan's. (That the pass is then not run is speed: bench biguser.)
+    expect(bits.rows.some((r) => r.hits.size === 0)).toBe(true);
+    expect(words.rows.every((r) => r.hits.size > 0)).toBe(true);
+    expect(withHit(words.rows)).toEqual(withHit(scan.rows));
+    expect(words.rows.length).toBeGreaterThanOrEqual(3);
+    // A query no memory shares a word with: the text arm brings nothing, so the pass answers.
+    const none = await pool('nothing in common here', 'quantized', RECALL_SCAN_LIMIT, { nearestByBits: false });
+    const noneBits = await pool('nothing in common here', 'quantized');
+    expect(none.candidates.length).toBeGreaterThan(0);
+    expect(byId(none.candidates).map((c) => c.id)).toEqual(byId(noneBits.candidates).map((c) => c.id));
   });
 
   it('past the scan limit uses the indexes and still finds the oldest memories', async () => {
@@ -190,6 +209,18 @@ describe('recall strategy by the size of the scope', () => {
     expect(holding(got)).toContain(targetId);
     const options = { weights: DEFAULT_WEIGHTS, halfLifeHours: 720, now: new Date(), minRelevance: 0, limit: 1 };
     expect(rankRecallCandidates(got, options).map((m) => m.id)).toEqual([targetId]);
+  });
+
+  it('reads a common term alone when the rarest of the query is one the user holds no memory with', async () => {
+    const who = 'hal';
+    const t = await tokenFor({ tenant, user: who });
+    const memories = Array.from({ length: 5 }, (_, i) => ({ content: `${WORDS[9]} on errand ${i}`, occurred_at: day(i) }));
+    const res = await app.call('POST', '/memories', { token: t, body: { memories } });
+    expect(res.status).toBe(201);
+    const ids = (res.body as { memories: Array<{ id: string }> }).memories.map((m) => m.id);
+    // WORDS[9] is held by 5 memories, more than 3; WORDS[10] by none. No Hamming re-rank.
+    const got = await pool(`${WORDS[9]} ${WORDS[10]}`, 'quantized', RECALL_SCAN_LIMIT, { userId: who, largeScope: { rerank: 0, perSet: 2, termReadLimit: 3 } });
+    expect(holding(got)).toEqual([ids[3]!, ids[4]!].sort());
   });
 
   // 2,001 memories: on PostgreSQL only, where it takes a few seconds (the embedded backend is checked
