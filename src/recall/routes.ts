@@ -21,9 +21,14 @@ vector arm contributes the 100 memories nearest the query by cosine similarity o
 embeddings, whatever their words. The pool does not depend on \`limit\`, so a smaller \`limit\`
 returns the first memories of a larger one. A memory neither arm brings is not ranked,
 however important or recent; a user with at most 100 memories in scope has all of them
-ranked. The work is bounded: only the query's first 32 distinct lexemes rank, and only
-the 2,000 newest memories in scope (by \`occurred_at\`, then id) are scanned, their BM25
-statistics included; a user with more is answered from the newest 2,000. Each candidate
+ranked. The work is bounded: only the query's first 32 distinct lexemes rank. A scope of
+at most 2,000 memories is scanned whole; a larger one is answered over all of it through
+indexes: the text arm reads, for each set of the query's words (each word held by at most
+2,000 of the user's memories, all of them, all but one, all but two), the 300 newest
+memories holding it, with BM25's statistics from all of the user's current memories; the
+vector arm compares every memory's quantized embedding and re-ranks the nearest 400 by
+cosine (with the offline lexical embedder, whose vectors are its words' features, only when
+a filter is set or the text arm brings fewer than 100). Each candidate
 gets three components, each already in [0, 1]:
 
 - \`recency\` = 2^(−age / half-life), age measured from \`occurred_at\` to now (a future
