@@ -9,6 +9,7 @@ import { drizzle } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import * as schema from './schema.js';
 import { setConfigStatement, type Database, type Db } from './client.js';
+import { RequestExpiredError, requestDeadlines } from '../shared/timeout.js';
 import { ensureDataDir, lockDataDir, tightenDataDir } from './data-dir.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
@@ -97,14 +98,27 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     client,
     db: typedDb,
     switchesRole: true,
-    inTransaction(settings, work, options) {
-      return typedDb.transaction(
-        async (tx) => {
-          if (settings.length > 0) await tx.execute(setConfigStatement(settings));
-          return work(tx as unknown as Db);
-        },
-        options?.readOnly ? { accessMode: 'read only' } : undefined,
-      );
+    async inTransaction(settings, work, options) {
+      // As on PostgreSQL: a request already answered as timed out does not commit (shared/timeout.ts).
+      const request = options?.readOnly ? undefined : requestDeadlines.getStore();
+      let committing = false;
+      try {
+        return await typedDb.transaction(
+          async (tx) => {
+            if (settings.length > 0) await tx.execute(setConfigStatement(settings));
+            const result = await work(tx as unknown as Db);
+            if (request?.expired) throw new RequestExpiredError();
+            if (request) {
+              request.committing += 1;
+              committing = true;
+            }
+            return result;
+          },
+          options?.readOnly ? { accessMode: 'read only' } : undefined,
+        );
+      } finally {
+        if (committing) request!.committing -= 1;
+      }
     },
     async migrate() {
       await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });

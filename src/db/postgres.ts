@@ -5,6 +5,7 @@ import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import * as schema from './schema.js';
 import { APP_ROLE, MIGRATION_LOCK, SERVING_LOCK, connectionError, isDatabaseUnavailable, lastStatements, setConfigStatementText, type Database, type Db, type TransactionOptions } from './client.js';
+import { RequestExpiredError, requestDeadlines } from '../shared/timeout.js';
 import { MIGRATIONS_FOLDER } from './paths.js';
 
 export interface PostgresOptions {
@@ -254,8 +255,24 @@ function pipelinedTransactions(
     const connection = preparingParameterised(guard.wrap(reserved));
     let finished = false;
     let commit: Promise<unknown> | undefined;
+    // The HTTP request this transaction serves, if any: once it was answered as timed out, the
+    // transaction rolls back where it would commit (shared/timeout.ts).
+    const request = requestDeadlines.getStore();
+    let rolledBackExpired = false;
     const sendCommit = () => {
-      commit = connection.unsafe('commit').execute();
+      rolledBackExpired = request?.expired === true && !options?.readOnly;
+      if (rolledBackExpired) {
+        commit = connection.unsafe('rollback').execute();
+      } else {
+        commit = connection.unsafe('commit').execute();
+        if (request && !options?.readOnly) {
+          request.committing += 1;
+          void commit.then(
+            () => void (request.committing -= 1),
+            () => void (request.committing -= 1),
+          );
+        }
+      }
       // Awaited below only when the work succeeded and wrote: a read-only COMMIT has nothing to make
       // durable, and after a failed last statement it is the rollback (the statement's error is thrown).
       commit.catch(() => {});
@@ -282,6 +299,7 @@ function pipelinedTransactions(
       // The connection runs the COMMIT before anything its next user sends, so only a transaction
       // that wrote needs to hear it acknowledged.
       if (!options?.readOnly) await commit;
+      if (rolledBackExpired) throw new RequestExpiredError();
       return result;
     } catch (error) {
       // A COMMIT already sent settles before the error is thrown, so the caller hears of the failure

@@ -7,6 +7,7 @@ import { requireScope, type Principal, type Scope } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/verifier.js';
 import { AuthenticationError, KeySetUnavailableError } from '../auth/verifier.js';
 import { DomainError } from '../shared/errors.js';
+import { requestDeadlines, type RequestDeadline } from '../shared/timeout.js';
 import { problem } from './problem.js';
 import type { TenantRateLimiter } from './rate-limit.js';
 
@@ -74,9 +75,17 @@ export function requestDeadline(ms: number): MiddlewareHandler {
     const expired = new Promise<'expired'>((resolve) => {
       timer = setTimeout(() => resolve('expired'), ms);
     });
-    const work = next().then(() => 'done' as const);
+    // Its transactions read this (shared/timeout.ts): none of them commits once the 503 is out.
+    const deadline: RequestDeadline = { expired: false, committing: 0 };
+    const work = requestDeadlines.run(deadline, () => next()).then(() => 'done' as const);
     try {
       if ((await Promise.race([work, expired])) === 'expired') {
+        // A COMMIT already sent decides the outcome: answer it, not a 503 that would invite a retry.
+        if (deadline.committing > 0) {
+          await work;
+          return;
+        }
+        deadline.expired = true;
         work.catch(() => {});
         c.res = problem(c, new DomainError('unavailable', `the request took longer than ${ms} ms; retry later`, { retryAfterSeconds: 5 }));
       }

@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /** Rejects when `promise` has not settled within `ms` (the promise itself keeps running). */
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -7,4 +9,27 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
       timer = setTimeout(() => reject(new Error('timed out')), ms);
     }),
   ]);
+}
+
+/**
+ * The deadline of the HTTP request a piece of work runs for (requestDeadline in http/middleware.ts).
+ * Once the request has been answered 503 for taking too long, a transaction it started must not
+ * commit after all: the client was told to retry, and a retry would apply the write twice. One
+ * whose COMMIT is already on its way is waited for instead, and answered as it ends.
+ */
+export interface RequestDeadline {
+  /** Set when the request was answered 503: a transaction of it that has not committed rolls back. */
+  expired: boolean;
+  /** Transactions of the request whose COMMIT was sent and not yet acknowledged. */
+  committing: number;
+}
+
+export const requestDeadlines = new AsyncLocalStorage<RequestDeadline>();
+
+/** A transaction rolled back because its request had already been answered as timed out. */
+export class RequestExpiredError extends Error {
+  constructor() {
+    super('the request was answered as timed out before this transaction committed; rolled back');
+    this.name = 'RequestExpiredError';
+  }
 }

@@ -101,7 +101,14 @@ describe('a connection dropped inside a transaction (defect 1)', () => {
       for (const content of ['Alice after the purge', 'Alice once more']) expect((await add(content)).status).toBe(201);
     });
 
-    it('bounds a request that waits on the database with the request deadline: 503 and Retry-After', async () => {
+    /** Whether a memory of this content is stored, once no transaction of the app is still open. */
+    const stored = async (content: string) => {
+      await until(async () => (await admin`select 1 from pg_stat_activity where datname = ${database()} and application_name = 'engram' and state <> 'idle'`).length === 0);
+      const rows = await app.ownerQuery<{ n: number }>(`select count(*)::int as n from memories where content = $1`, [content]);
+      return rows[0]!.n;
+    };
+
+    it('bounds a request that waits on the database with the request deadline: 503 and Retry-After, and its write is not applied after all', async () => {
       const short = await startTestApp({ DATABASE_URL: app.databaseUrl, REQUEST_TIMEOUT_MS: '1000' });
       const owner = app.ownerSql();
       try {
@@ -110,6 +117,31 @@ describe('a connection dropped inside a transaction (defect 1)', () => {
           return [await short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice is stuck' }] } })];
         });
         expectUnavailable(res!);
+        // The lock is gone and the transaction goes on, but the client was told to retry: it rolls back.
+        expect(await stored('Alice is stuck')).toBe(0);
+      } finally {
+        await owner.end();
+        await short.close();
+      }
+    });
+
+    it('answers a write whose COMMIT was already sent when the deadline passed with its outcome, not a 503', async () => {
+      const short = await startTestApp({ DATABASE_URL: app.databaseUrl, REQUEST_TIMEOUT_MS: '1000' });
+      const owner = app.ownerSql();
+      try {
+        // The add's inserts, sent with its COMMIT, count their words into the user's row of word
+        // counts (a trigger): held here, they wait on it past the deadline.
+        expect((await short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice counts words' }] } })).status).toBe(201);
+        const request = await owner.begin(async (tx) => {
+          await tx`select 1 from memory_lexeme_stats where user_id = 'alice' and lexeme = '' for update`;
+          const pending = short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice commits late' }] } });
+          await until(async () => (await admin`select 1 from pg_stat_activity where datname = ${database()} and application_name = 'engram' and wait_event_type = 'Lock'`).length > 0);
+          await new Promise((r) => setTimeout(r, 1200));
+          return { pending };
+        });
+        const res = await request.pending;
+        expect(res.status).toBe(201);
+        expect(await stored('Alice commits late')).toBe(1);
       } finally {
         await owner.end();
         await short.close();

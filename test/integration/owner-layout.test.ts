@@ -69,8 +69,8 @@ describe.runIf(TEST_BACKEND === 'postgres')('an owner that is no superuser (the 
   }
 
   it('keeps the copies and the counts through writes within a tenant, an operator update and the expiry sweep, and recall reads them', async () => {
-    const [{ is_superuser }] = (await owner.unsafe(`select rolsuper as is_superuser from pg_roles where rolname = current_user`)) as unknown as Array<{ is_superuser: boolean }>;
-    expect(is_superuser).toBe(false);
+    const [role] = (await owner.unsafe(`select rolsuper as is_superuser from pg_roles where rolname = current_user`)) as unknown as Array<{ is_superuser: boolean }>;
+    expect(role?.is_superuser).toBe(false);
     const token = await tokenFor({ tenant, user });
     const added = await app.call('POST', '/memories', {
       token,
