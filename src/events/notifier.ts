@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { PgliteDatabase } from '../db/pglite.js';
+import { detachedFromRequest } from '../shared/timeout.js';
 
 /** Channels the migrations' triggers NOTIFY on (at commit, never for a rolled-back change). */
 export const CHANNELS = { jobs: 'engram_jobs', webhooks: 'engram_webhooks' } as const;
@@ -24,7 +25,8 @@ export function createNotifier(config: Config, database: Database, logger: Logge
   const fanOut = (channel: Channel) => (payload: string) => {
     for (const listener of listeners.get(channel) ?? []) {
       try {
-        listener(payload);
+        // The embedded database delivers a notification inside the request that committed it.
+        detachedFromRequest(() => listener(payload));
       } catch (error) {
         logger.warn({ channel, err: (error as Error).name }, 'notification listener failed');
       }

@@ -17,7 +17,7 @@ import { authenticate, limitBody, observeRequests, rateLimitPerTenant, requestDe
 import { openApiDocument } from './openapi.js';
 import { createRateLimiter, type TenantRateLimiter } from './rate-limit.js';
 import { problem } from './problem.js';
-import { withTimeout } from '../shared/timeout.js';
+import { RequestExpiredError, withTimeout } from '../shared/timeout.js';
 import { MAX_WAIT_SECONDS } from '../events/job-wait.js';
 import { IMPORT_PATH, registerPortabilityRoutes } from '../portability/routes.js';
 
@@ -112,6 +112,11 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
   if (error instanceof HTTPException) {
     if (error.status === 413) return new DomainError('payload_too_large', 'the body is too large');
     if (error.status === 400) return new DomainError('malformed_json', error.message || 'the request is malformed');
+  }
+  if (error instanceof RequestExpiredError) {
+    // Already answered 503 by the deadline (http/middleware.ts requestDeadline); this only ends the work.
+    services.logger.warn({ requestId }, 'a write of a request answered as timed out was rolled back');
+    return new DomainError('unavailable', 'the request took too long; retry later', { retryAfterSeconds: 5 });
   }
   if (isDatabaseUnavailable(error)) {
     services.logger.warn({ requestId, err: errorSummary(error) }, 'database unavailable');

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { KindRegistry, PeriodicRunner } from './registry.js';
 import type { DueJob, JobKind, JobQueue, JobRef, JobStateCounts, PeriodicTask } from './types.js';
+import { detachedFromRequest } from '../shared/timeout.js';
 
 export interface DatabaseQueueOptions {
   config: Config;
@@ -65,7 +66,8 @@ export class DatabaseJobQueue implements JobQueue {
       this.nudgedWhilePolling = true;
       return;
     }
-    this.polling = this.poll()
+    // An enqueue from a request nudges: the poll and its jobs must not run under that request's deadline.
+    this.polling = detachedFromRequest(() => this.poll())
       .catch((error: unknown) => this.options.logger.warn({ err: (error as Error).name }, 'job poll failed'))
       .finally(() => {
         this.polling = undefined;

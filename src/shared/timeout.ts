@@ -33,3 +33,11 @@ export class RequestExpiredError extends Error {
     this.name = 'RequestExpiredError';
   }
 }
+
+/**
+ * Runs `work` outside any request's deadline: for background loops (job polls, webhook claims,
+ * notification listeners) that a request may happen to start, whose transactions are not its own.
+ */
+export function detachedFromRequest<T>(work: () => T): T {
+  return requestDeadlines.exit(work);
+}

@@ -11,6 +11,7 @@ import { CHANNELS, type Notifier } from '../events/notifier.js';
 import * as repo from './repository.js';
 import { decryptSecret } from './secrets.js';
 import { WebhookUrlError, guardedLookup, parseWebhookUrl, refusal } from './url-rules.js';
+import { detachedFromRequest } from '../shared/timeout.js';
 
 export interface DispatcherDeps {
   config: Config;
@@ -162,7 +163,8 @@ export class WebhookDispatcher {
       this.wokenWhileClaiming = true;
       return;
     }
-    this.claiming = this.claim()
+    // A commit's notification may wake this inside a request: its deliveries are not that request's.
+    this.claiming = detachedFromRequest(() => this.claim())
       .catch((error: unknown) => this.deps.logger.warn({ err: (error as Error).name }, 'webhook claim failed'))
       .finally(() => {
         this.claiming = undefined;
