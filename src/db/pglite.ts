@@ -101,9 +101,10 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     async inTransaction(settings, work, options) {
       // As on PostgreSQL: a request already answered as timed out does not commit (shared/timeout.ts).
       const request = options?.readOnly ? undefined : requestDeadlines.getStore();
+      if (request?.expired) throw new RequestExpiredError();
       let committing = false;
       try {
-        return await typedDb.transaction(
+        const outcome = await typedDb.transaction(
           async (tx) => {
             if (settings.length > 0) await tx.execute(setConfigStatement(settings));
             const result = await work(tx as unknown as Db);
@@ -116,6 +117,9 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
           },
           options?.readOnly ? { accessMode: 'read only' } : undefined,
         );
+        // Reached only when the COMMIT succeeded (drizzle throws otherwise).
+        if (request) request.committed = true;
+        return outcome;
       } finally {
         if (committing) request!.committing -= 1;
       }

@@ -250,6 +250,8 @@ function pipelinedTransactions(
   const internals = db as unknown as DrizzleInternals;
   const relational = { schema: internals._.schema, fullSchema: internals._.fullSchema, tableNamesMap: internals._.tableNamesMap };
   return async <T>(settings: ReadonlyArray<readonly [string, string]>, work: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T> => {
+    // A request already answered as timed out takes no connection for a write it would roll back.
+    if (!options?.readOnly && requestDeadlines.getStore()?.expired) throw new RequestExpiredError();
     const reserved = await reserveWithin(client, acquireTimeoutMs);
     const guard = new ReservationGuard(guards);
     const connection = preparingParameterised(guard.wrap(reserved));
@@ -300,6 +302,7 @@ function pipelinedTransactions(
       // that wrote needs to hear it acknowledged.
       if (!options?.readOnly) await commit;
       if (rolledBackExpired) throw new RequestExpiredError();
+      if (request && !options?.readOnly) request.committed = true;
       return result;
     } catch (error) {
       // A COMMIT already sent settles before the error is thrown, so the caller hears of the failure

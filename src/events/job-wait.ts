@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { getJob } from '../extraction/service.js';
 import type { JobDto } from '../extraction/schemas.js';
 import type { RequestContext } from '../shared/context.js';
+import { detachedFromRequest } from '../shared/timeout.js';
 import { CHANNELS, type Notifier } from './notifier.js';
 
 /** `?wait=S` of GET /jobs/{id}: whole or fractional seconds, 0 to 30. */
@@ -31,7 +32,8 @@ function sharedRead(ctx: RequestContext, id: string): Promise<JobDto> {
   const key = [tenantId, id, subject ?? '', [...scopes].sort().join(' ')].join('\u001f');
   let read = reads.get(key);
   if (!read) {
-    read = getJob(ctx, id).finally(() => reads.delete(key));
+    // Shared by every waiter of the job: bound to none of their request deadlines.
+    read = detachedFromRequest(() => getJob(ctx, id)).finally(() => reads.delete(key));
     reads.set(key, read);
   }
   return read;

@@ -86,7 +86,7 @@ export async function acceptExtraction(ctx: RequestContext, queue: JobQueue, bod
 export async function getJob(ctx: RequestContext, id: string): Promise<JobDto> {
   requireScope(ctx.principal, SCOPES.read);
   const { tenantId } = ctx.principal;
-  const row = await withTenant(ctx.services.database, tenantId, (tx) => jobsRepo.findJob(tx, tenantId, id, visibleUser(ctx.principal)));
+  const row = await withTenant(ctx.services.database, tenantId, (tx) => jobsRepo.findJob(tx, tenantId, id, visibleUser(ctx.principal)), { readOnly: true });
   if (!row) throw notFound('job');
   const dto: JobDto = { job_id: row.id, status: row.status, created_at: row.createdAt.toISOString() };
   // Before success `result` holds only the usage of failed attempts (see markForRetry).

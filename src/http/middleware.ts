@@ -66,8 +66,9 @@ function bodyLeftUnread(c: Context, sent: Request): boolean {
 
 /**
  * A bound on the whole request: when it runs past `ms` (a wait nothing else bounded) the caller gets
- * 503 with Retry-After; the work left behind finishes or fails on its own, a transaction rolling
- * back or committing as it would have.
+ * 503 with Retry-After, and a write of it that has not committed rolls back instead (its
+ * transactions read the deadline: shared/timeout.ts), so a retry applies it once. A request that
+ * has committed a write, or is committing one, is waited for and answered with its outcome.
  */
 export function requestDeadline(ms: number): MiddlewareHandler {
   return async (c, next) => {
@@ -76,12 +77,12 @@ export function requestDeadline(ms: number): MiddlewareHandler {
       timer = setTimeout(() => resolve('expired'), ms);
     });
     // Its transactions read this (shared/timeout.ts): none of them commits once the 503 is out.
-    const deadline: RequestDeadline = { expired: false, committing: 0 };
+    const deadline: RequestDeadline = { expired: false, committing: 0, committed: false };
     const work = requestDeadlines.run(deadline, () => next()).then(() => 'done' as const);
     try {
       if ((await Promise.race([work, expired])) === 'expired') {
         // A COMMIT already sent decides the outcome: answer it, not a 503 that would invite a retry.
-        if (deadline.committing > 0) {
+        if (deadline.committing > 0 || deadline.committed) {
           await work;
           return;
         }

@@ -129,7 +129,7 @@ export async function getHistory(ctx: RequestContext, id: string) {
     const memory = await repo.findMemory(tx, tenantId, id, visibleUser(ctx.principal));
     if (!memory || isExpired(memory, ctx.services.clock())) throw notFound('memory');
     return repo.listEvents(tx, tenantId, id);
-  });
+  }, { readOnly: true });
   return {
     events: events.map((e) => ({
       event: e.event,

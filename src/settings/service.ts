@@ -43,7 +43,7 @@ export async function tenantSettings(database: Database, tenantId: string, now =
   const cache = cacheOf(database);
   const hit = cache.get(tenantId);
   if (hit && now - hit.at < SETTINGS_CACHE_TTL_MS) return hit.settings;
-  const settings = fromStored(await withTenant(database, tenantId, (tx) => repo.findSettings(tx, tenantId)));
+  const settings = fromStored(await withTenant(database, tenantId, (tx) => repo.findSettings(tx, tenantId), { readOnly: true }));
   if (cache.size >= MAX_CACHED_TENANTS) cache.delete(cache.keys().next().value!);
   cache.delete(tenantId);
   cache.set(tenantId, { settings, at: now });

@@ -22,6 +22,8 @@ export interface RequestDeadline {
   expired: boolean;
   /** Transactions of the request whose COMMIT was sent and not yet acknowledged. */
   committing: number;
+  /** Set once a write of the request has committed: from then on its outcome is answered, never a 503. */
+  committed: boolean;
 }
 
 export const requestDeadlines = new AsyncLocalStorage<RequestDeadline>();
