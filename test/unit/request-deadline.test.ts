@@ -8,7 +8,7 @@ import { requestDeadlines, type RequestDeadline } from '../../src/shared/timeout
  * transactions told to roll back; a COMMIT in flight or a write committed, the outcome answered.
  * The handler stands in for the transactions: it marks the request's deadline as they do.
  */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function appWith(handler: (deadline: RequestDeadline) => Promise<void>) {
   const app = new Hono();
