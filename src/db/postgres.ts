@@ -250,16 +250,17 @@ function pipelinedTransactions(
   const internals = db as unknown as DrizzleInternals;
   const relational = { schema: internals._.schema, fullSchema: internals._.fullSchema, tableNamesMap: internals._.tableNamesMap };
   return async <T>(settings: ReadonlyArray<readonly [string, string]>, work: (tx: Db) => Promise<T>, options?: TransactionOptions): Promise<T> => {
-    // A request already answered as timed out takes no connection for a write it would roll back.
-    if (!options?.readOnly && requestDeadlines.getStore()?.expired) throw new RequestExpiredError();
+    // The HTTP request this transaction serves, if any: once it was answered as timed out, the
+    // transaction rolls back where it would commit, and no statement of it outlasts the request's bound
+    // (shared/timeout.ts). An expired request takes no connection for a write it would roll back.
+    const request = requestDeadlines.getStore();
+    if (!options?.readOnly && request?.expired) throw new RequestExpiredError();
+    const applied: ReadonlyArray<readonly [string, string]> = request ? [...settings, ['statement_timeout', String(2 * request.timeoutMs)]] : settings;
     const reserved = await reserveWithin(client, acquireTimeoutMs);
     const guard = new ReservationGuard(guards);
     const connection = preparingParameterised(guard.wrap(reserved));
     let finished = false;
     let commit: Promise<unknown> | undefined;
-    // The HTTP request this transaction serves, if any: once it was answered as timed out, the
-    // transaction rolls back where it would commit (shared/timeout.ts).
-    const request = requestDeadlines.getStore();
     let rolledBackExpired = false;
     const sendCommit = () => {
       rolledBackExpired = request?.expired === true && !options?.readOnly;
@@ -284,7 +285,7 @@ function pipelinedTransactions(
     };
     try {
       const begin = connection.unsafe(options?.readOnly ? 'begin read only' : 'begin').execute();
-      const configured = settings.length > 0 ? connection.unsafe(setConfigText(settings.length), settings.flat() as never[]).execute() : undefined;
+      const configured = applied.length > 0 ? connection.unsafe(setConfigText(applied.length), applied.flat() as never[]).execute() : undefined;
       const ready = Promise.all([begin, configured]);
       ready.catch(() => {}); // awaited below, after work: its error explains work's
       const session = new PostgresJsSession(connection as never, internals.dialect, relational as never, internals.session.options);

@@ -77,7 +77,7 @@ export function requestDeadline(ms: number): MiddlewareHandler {
       timer = setTimeout(() => resolve('expired'), ms);
     });
     // Its transactions read this (shared/timeout.ts): none of them commits once the 503 is out.
-    const deadline: RequestDeadline = { expired: false, committing: 0, committed: false };
+    const deadline: RequestDeadline = { expired: false, committing: 0, committed: false, timeoutMs: ms };
     const work = requestDeadlines.run(deadline, () => next()).then(() => 'done' as const);
     try {
       if ((await Promise.race([work, expired])) === 'expired') {

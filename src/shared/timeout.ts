@@ -24,6 +24,12 @@ export interface RequestDeadline {
   committing: number;
   /** Set once a write of the request has committed: from then on its outcome is answered, never a 503. */
   committed: boolean;
+  /**
+   * The request's bound. Each statement of its transactions is cancelled at twice it
+   * (statement_timeout): a statement stuck on a lock held forever fails and its COMMIT becomes a
+   * rollback, so even a request waited for because its COMMIT was sent ends, as a true 503.
+   */
+  timeoutMs: number;
 }
 
 export const requestDeadlines = new AsyncLocalStorage<RequestDeadline>();

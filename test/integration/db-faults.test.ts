@@ -147,6 +147,26 @@ describe('a connection dropped inside a transaction (defect 1)', () => {
         await short.close();
       }
     });
+
+    it('cancels a write whose COMMIT was sent but whose statement waits past twice the deadline: 503, and nothing stored', async () => {
+      const short = await startTestApp({ DATABASE_URL: app.databaseUrl, REQUEST_TIMEOUT_MS: '1000' });
+      const owner = app.ownerSql();
+      try {
+        expect((await short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice counts again' }] } })).status).toBe(201);
+        const request = await owner.begin(async (tx) => {
+          await tx`select 1 from memory_lexeme_stats where user_id = 'alice' and lexeme = '' for update`;
+          const pending = short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice never commits' }] } });
+          // Held past the statement's bound (twice the request's): as if never let go.
+          await new Promise((r) => setTimeout(r, 2600));
+          return { pending };
+        });
+        expectUnavailable(await request.pending);
+        expect(await stored('Alice never commits')).toBe(0);
+      } finally {
+        await owner.end();
+        await short.close();
+      }
+    });
   });
 });
 

@@ -25,18 +25,18 @@ describe('transactions of a request answered as timed out', () => {
   const stored = async () => (await app.ownerQuery<{ settings: { key: string } }>(`select settings from tenant_settings where tenant_id = $1`, [tenant]))[0]?.settings.key;
 
   it('roll back, while work detached from the request commits; a live request commits', async () => {
-    const expired = { expired: true, committing: 0, committed: false };
+    const expired = { expired: true, committing: 0, committed: false, timeoutMs: 30_000 };
     await expect(requestDeadlines.run(expired, () => write('expired'))).rejects.toBeInstanceOf(RequestExpiredError);
     expect(await stored()).toBeUndefined();
     await requestDeadlines.run(expired, () => detachedFromRequest(() => write('detached')));
     expect(await stored()).toBe('detached');
-    const live = { expired: false, committing: 0, committed: false };
+    const live = { expired: false, committing: 0, committed: false, timeoutMs: 30_000 };
     await requestDeadlines.run(live, () => write('live'));
     expect(await stored()).toBe('live');
     expect(live.committing).toBe(0);
     expect(live.committed).toBe(true);
     // A read commits nothing: the request's outcome is still open to its deadline.
-    const reading = { expired: false, committing: 0, committed: false };
+    const reading = { expired: false, committing: 0, committed: false, timeoutMs: 30_000 };
     await requestDeadlines.run(reading, () => withTenant(app.runtime.services.database, tenant, (tx) => query(tx, sql`select 1`), { readOnly: true }));
     expect(reading.committed).toBe(false);
   });
