@@ -113,14 +113,11 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
     if (error.status === 413) return new DomainError('payload_too_large', 'the body is too large');
     if (error.status === 400) return new DomainError('malformed_json', error.message || 'the request is malformed');
   }
-  if (sqlState(error) === '57014') {
-    // A statement outlasted the request's bound (statement_timeout, set per request): rolled back.
-    services.logger.warn({ requestId }, 'a statement outlasted the request deadline and was cancelled');
-    return new DomainError('unavailable', 'the request took too long; retry later', { retryAfterSeconds: 5 });
-  }
-  if (error instanceof RequestExpiredError) {
-    // Already answered 503 by the deadline (http/middleware.ts requestDeadline); this only ends the work.
-    services.logger.warn({ requestId }, 'a write of a request answered as timed out was rolled back');
+  // The request's deadline (shared/timeout.ts): a write rolled back once the request was answered
+  // 503, or a statement cancelled at its bound (statement_timeout, 57014); either way rolled back.
+  const expired = error instanceof RequestExpiredError;
+  if (expired || sqlState(error) === '57014') {
+    services.logger.warn({ requestId, cause: expired ? 'answered as timed out' : 'statement timeout' }, 'a transaction outlasted the request deadline and was rolled back');
     return new DomainError('unavailable', 'the request took too long; retry later', { retryAfterSeconds: 5 });
   }
   if (isDatabaseUnavailable(error)) {

@@ -92,6 +92,11 @@ export interface RawSignals {
   frequencies?: string | null;
 }
 
+/** Whether the request filters the scope beyond its user and validity (agent, run, category, metadata). */
+function hasFilter(q: SignalsQuery): boolean {
+  return q.agentId !== undefined || q.runId !== undefined || Boolean(q.categories?.length) || Object.keys(q.metadata ?? {}).length > 0;
+}
+
 /** The scope's conditions: the user, the request's filters, validity and `as_of` (or now). */
 function scopeConditions(q: SignalsQuery): SQL {
   // No vector_dims() here: the planner guesses 0.5 % of rows for it and then sorts the whole scope
@@ -222,7 +227,6 @@ function scanStatementText(q: SignalsQuery): string {
   } else {
     conditions.push('m.valid_to is null', `(m.expires_at is null or m.expires_at > $${n++}::timestamptz)`);
   }
-  const validityConditions = conditions.length;
   if (q.agentId !== undefined) conditions.push(`m.agent_id = $${n++}`);
   if (q.runId !== undefined) conditions.push(`m.run_id = $${n++}`);
   if (q.categories?.length) conditions.push(`m.category in (${q.categories.map(() => `$${n++}`).join(', ')})`);
@@ -236,7 +240,7 @@ function scanStatementText(q: SignalsQuery): string {
   const where = conditions.join(' and ');
   const pickNewest = `array(select m.ctid from memories m where ${where} order by m.occurred_at desc nulls last, m.id desc nulls last limit $7 + 1)`;
   const picked =
-    q.skipWhenCapped && conditions.length === validityConditions
+    q.skipWhenCapped && !hasFilter(q)
       ? `case when coalesce((select s.documents from memory_lexeme_stats s where s.tenant_id = $1 and s.user_id = $2 and s.lexeme = ''), 0) > $7
                    and (select count(*) from (select 1 from memories m where ${where} limit $7 + 1) c) > $7
               then null else ${pickNewest} end`
@@ -320,7 +324,7 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   of each set of query terms (a term: a lexeme, or an irregular word's forms as alternatives, as
  *   BM25 counts them): each term held by at most LARGE_SCOPE_TERM_READ_LIMIT of the user's
  *   memories (and the rarest), all of them, all but one, all but two (up to
- *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_sets (migration 0010: as the
+ *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_sets (migration 0011: as the
  *   owner, within the current tenant, since row-level security keeps @@ from using the index);
  *   the request's other filters are applied when the rows are read;
  * - N, avgdl and each lexeme's df are the user's current memories', from memory_lexeme_stats
@@ -330,8 +334,7 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  * With the pass, on a scope no larger than the re-rank every memory is read, and the answer is the scan's.
  */
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
-  const filtered = q.agentId !== undefined || q.runId !== undefined || Boolean(q.categories?.length) || Object.keys(q.metadata ?? {}).length > 0;
-  if (q.nearestByBits === false && !filtered) {
+  if (q.nearestByBits === false && !hasFilter(q)) {
     const byWords = await readLargeScope(tx, q, false);
     if (byWords.rows.length >= q.poolSize) return byWords;
   }
