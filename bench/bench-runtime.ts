@@ -11,6 +11,9 @@ import type { Database } from '../src/db/client.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
 import { adminUrl, databaseUrl } from '../test/support/env.js';
 
+/** What a load's end vacuums, as autovacuum soon would: memories and recall's copies of their words. */
+export const VACUUM_AFTER_LOAD = 'vacuum (analyze) memories, memory_search';
+
 export interface BenchRuntime {
   runtime: Runtime;
   database: Database;
@@ -28,7 +31,7 @@ export async function openBenchRuntime(env: Record<string, string | undefined>, 
     return {
       runtime,
       database,
-      vacuum: async () => void (await database.client.query('vacuum (analyze) memories, memory_search')),
+      vacuum: async () => void (await database.client.query(VACUUM_AFTER_LOAD)),
       close: async () => {
         await runtime.close();
         await database.close();
@@ -47,7 +50,7 @@ export async function openBenchRuntime(env: Record<string, string | undefined>, 
     database: runtime.services.database,
     vacuum: async () => {
       const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
-      await owner.unsafe('vacuum (analyze) memories, memory_search');
+      await owner.unsafe(VACUUM_AFTER_LOAD);
       await owner.end();
     },
     close: async () => {

@@ -8,6 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { VACUUM_AFTER_LOAD } from './bench-runtime.js';
 import { startBenchServer } from './bench-server.js';
 
 const { values } = parseArgs({
@@ -37,7 +38,7 @@ try {
      from generate_series(1, $2::int) g`,
     [tenant, count],
   );
-  await bench.owner.unsafe('vacuum (analyze) memories, memory_search');
+  await bench.owner.unsafe(VACUUM_AFTER_LOAD);
   process.stdout.write(`seeded ${count} memories in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 
   (globalThis as { gc?: () => void }).gc?.();

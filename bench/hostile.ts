@@ -21,6 +21,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { VACUUM_AFTER_LOAD } from './bench-runtime.js';
 import { startBenchServer } from './bench-server.js';
 
 const { values } = parseArgs({
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
     };
     await load(attacker, attackerMemories);
     await load(victim, victimMemories);
-    await bench.owner.unsafe('vacuum (analyze) memories, memory_search');
+    await bench.owner.unsafe(VACUUM_AFTER_LOAD);
 
     if (values['load-only']) return;
     const query = attackQuery();

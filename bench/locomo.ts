@@ -45,6 +45,7 @@ import { signDevToken } from '../src/auth/sign.js';
 import { loadConfig, minRelevanceFor } from '../src/config.js';
 import { contentHash } from '../src/extraction/normalise.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
+import { VACUUM_AFTER_LOAD } from './bench-runtime.js';
 import { TEMPLATE_DB, adminUrl, databaseUrl } from '../test/support/env.js';
 
 const BATCH = 1000;
@@ -214,7 +215,7 @@ async function startPostgres(): Promise<Backend> {
       async analyze() {
         const owner = postgres(databaseUrl(name), { max: 1, onnotice: () => {} });
         try {
-          await owner.unsafe('vacuum (analyze) memories, memory_search');
+          await owner.unsafe(VACUUM_AFTER_LOAD);
         } finally {
           await owner.end();
         }
@@ -239,7 +240,7 @@ async function startPglite(): Promise<Backend> {
   return {
     runtime,
     async analyze() {
-      await database.client.query('vacuum (analyze) memories, memory_search');
+      await database.client.query(VACUUM_AFTER_LOAD);
     },
     async close() {
       await runtime.close();

@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { signDevToken } from '../src/auth/sign.js';
 import { query } from '../src/db/client.js';
-import { openBenchRuntime } from './bench-runtime.js';
+import { VACUUM_AFTER_LOAD, openBenchRuntime } from './bench-runtime.js';
 
 const { values } = parseArgs({
   options: {
@@ -86,7 +86,7 @@ try {
   if (stored > 0) process.stdout.write(`load: ${stored} memories in ${seconds.toFixed(0)} s, ${Math.round(stored / seconds)}/s, load average ${load()}\n`);
   const tv = performance.now();
   await vacuum();
-  process.stdout.write(`vacuum (analyze) memories, memory_search: ${((performance.now() - tv) / 1000).toFixed(0)} s\n`);
+  process.stdout.write(`${VACUUM_AFTER_LOAD}: ${((performance.now() - tv) / 1000).toFixed(0)} s\n`);
   const [total] = await owner<{ n: number | string }>(sql`select count(*) as n from memories`);
   const [sizes] = await owner<{ heap: string; toast: string; indexes: string; total: string; stats: string; copies: string; events: string }>(sql`
     select pg_relation_size('memories') as heap,

@@ -125,47 +125,40 @@ describe('a connection dropped inside a transaction (defect 1)', () => {
       }
     });
 
-    it('answers a write whose COMMIT was already sent when the deadline passed with its outcome, not a 503', async () => {
+    /**
+     * Adds `content` through an app whose request bound is 1 s while the user's row of word counts is
+     * held: the add's inserts, sent with its COMMIT, count their words into it (a trigger), so they
+     * wait on it. Held `holdMs` past the moment the add waits, then let go; the add's answer.
+     */
+    const addWhileWordCountsHeld = async (content: string, holdMs: number) => {
       const short = await startTestApp({ DATABASE_URL: app.databaseUrl, REQUEST_TIMEOUT_MS: '1000' });
       const owner = app.ownerSql();
       try {
-        // The add's inserts, sent with its COMMIT, count their words into the user's row of word
-        // counts (a trigger): held here, they wait on it past the deadline.
-        expect((await short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice counts words' }] } })).status).toBe(201);
+        expect((await short.call('POST', '/memories', { token, body: { memories: [{ content: `${content}, counted first` }] } })).status).toBe(201);
         const request = await owner.begin(async (tx) => {
           await tx`select 1 from memory_lexeme_stats where user_id = 'alice' and lexeme = '' for update`;
-          const pending = short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice commits late' }] } });
+          const pending = short.call('POST', '/memories', { token, body: { memories: [{ content }] } });
           await until(async () => (await admin`select 1 from pg_stat_activity where datname = ${database()} and application_name = 'engram' and wait_event_type = 'Lock'`).length > 0);
-          await new Promise((r) => setTimeout(r, 1200));
+          await new Promise((r) => setTimeout(r, holdMs));
           return { pending };
         });
-        const res = await request.pending;
-        expect(res.status).toBe(201);
-        expect(await stored('Alice commits late')).toBe(1);
+        return await request.pending;
       } finally {
         await owner.end();
         await short.close();
       }
+    };
+
+    it('answers a write whose COMMIT was already sent when the deadline passed with its outcome, not a 503', async () => {
+      const res = await addWhileWordCountsHeld('Alice commits late', 1200);
+      expect(res.status).toBe(201);
+      expect(await stored('Alice commits late')).toBe(1);
     });
 
     it('cancels a write whose COMMIT was sent but whose statement waits past twice the deadline: 503, and nothing stored', async () => {
-      const short = await startTestApp({ DATABASE_URL: app.databaseUrl, REQUEST_TIMEOUT_MS: '1000' });
-      const owner = app.ownerSql();
-      try {
-        expect((await short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice counts again' }] } })).status).toBe(201);
-        const request = await owner.begin(async (tx) => {
-          await tx`select 1 from memory_lexeme_stats where user_id = 'alice' and lexeme = '' for update`;
-          const pending = short.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice never commits' }] } });
-          // Held past the statement's bound (twice the request's): as if never let go.
-          await new Promise((r) => setTimeout(r, 2600));
-          return { pending };
-        });
-        expectUnavailable(await request.pending);
-        expect(await stored('Alice never commits')).toBe(0);
-      } finally {
-        await owner.end();
-        await short.close();
-      }
+      // Held past the statement's bound (twice the request's): as if never let go.
+      expectUnavailable(await addWhileWordCountsHeld('Alice never commits', 2600));
+      expect(await stored('Alice never commits')).toBe(0);
     });
   });
 });
