@@ -2,7 +2,8 @@ import { sql, type SQL } from 'drizzle-orm';
 import { query, queryText, type Db } from '../db/client.js';
 import { memoryFromRow, type RawMemoryRow } from '../memories/repository.js';
 import type { MemoryFields } from '../memories/schemas.js';
-import { parseTsvector, type QueryLexeme } from './bm25.js';
+import { bm25Scores, parseTsvector, queryTerms, type QueryLexeme } from './bm25.js';
+import { topBy } from './scoring.js';
 import type { WordForm } from './word-forms.js';
 
 export interface SignalsQuery {
@@ -46,6 +47,8 @@ export interface LargeScopeBounds {
   perSet: number;
   /** A term held by more of the user's memories than this is read alone only if it is the rarest. */
   termReadLimit: number;
+  /** How many of the text arm's memories, the best by BM25, are read in full (at least the pool's size). */
+  textRerank: number;
 }
 
 export interface SignalRow {
@@ -306,6 +309,14 @@ export const LARGE_SCOPE_MATCHES_PER_TERM = 300;
  * such a common word is worth to BM25. It still counts in the score of every memory read.
  */
 export const LARGE_SCOPE_TERM_READ_LIMIT = 2000;
+/**
+ * How many memories the text arm of a large scope reads in full, the best by BM25 on their narrow
+ * copies: half again the pool, so that its top by BM25 is exact and its top by cosine is drawn from
+ * the memories most alike in words. Measured with `npm run bench -- biguser` at 100,000 memories
+ * (README, "Users with many memories"): 100, 150 and 300 give the same recall@10 against the exact
+ * scan, and each wide row read costs time.
+ */
+export const LARGE_SCOPE_TEXT_RERANK = 150;
 /** Up to this many query terms, the text arm also reads the memories holding all of them but two. */
 export const LARGE_SCOPE_SUBSET_TERMS = 8;
 /** A large scope's size (BM25's N) is counted up to this many memories; a larger one counts as this. */
@@ -324,14 +335,17 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   of each set of query terms (a term: a lexeme, or an irregular word's forms as alternatives, as
  *   BM25 counts them): each term held by at most LARGE_SCOPE_TERM_READ_LIMIT of the user's
  *   memories (and the rarest), all of them, all but one, all but two (up to
- *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_sets (migration 0011: as the
- *   owner, within the current tenant, since row-level security keeps @@ from using the index);
- *   the request's other filters are applied when the rows are read;
+ *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_matches (migration 0012: as the
+ *   owner, within the current tenant, since row-level security keeps @@ from using the index),
+ *   each with its length and its words cut to the query's, from the copies; of these only the
+ *   best LARGE_SCOPE_TEXT_RERANK by BM25 are read again in full (cosine, importance, time), in a
+ *   second statement with the pass's nearest; with a filter (agent, run, category, metadata:
+ *   columns the copies lack) every one is, and the filter applied then;
  * - N, avgdl and each lexeme's df are the user's current memories', from memory_lexeme_stats
  *   (migration 0010, kept by triggers on every write), so a common word is not overrated for
  *   having been read in part; a user with none current (an as_of before a supersede) falls back
  *   to the scope counted up to LARGE_SCOPE_COUNT_LIMIT and the memories read.
- * With the pass, on a scope no larger than the re-rank every memory is read, and the answer is the scan's.
+ * With the pass, on a scope no larger than either re-rank every memory is read, and the answer is the scan's.
  */
 export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<RecallSignals> {
   if (q.nearestByBits === false && !hasFilter(q)) {
@@ -342,7 +356,13 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
 }
 
 async function readLargeScope(tx: Db, q: SignalsQuery, nearestByBits: boolean): Promise<RecallSignals> {
-  const bounds: LargeScopeBounds = { rerank: QUANTIZED_RERANK, perSet: LARGE_SCOPE_MATCHES_PER_TERM, termReadLimit: LARGE_SCOPE_TERM_READ_LIMIT, ...q.largeScope };
+  const bounds: LargeScopeBounds = {
+    rerank: QUANTIZED_RERANK,
+    perSet: LARGE_SCOPE_MATCHES_PER_TERM,
+    termReadLimit: LARGE_SCOPE_TERM_READ_LIMIT,
+    textRerank: LARGE_SCOPE_TEXT_RERANK,
+    ...q.largeScope,
+  };
   const vector = `[${q.embedding.join(',')}]`;
   const where = scopeConditions(q);
   // The query's vector and bits in scalar subqueries, computed once: the driver prepares statements,
@@ -352,31 +372,60 @@ async function readLargeScope(tx: Db, q: SignalsQuery, nearestByBits: boolean): 
   // An HNSW index on the bits, where an operator made one, is walked with iterative scans (SET LOCAL).
   // No parallel workers for the rest of the transaction, the Hamming pass above all: starting them
   // cost more than they saved (README, "Users with many memories"), and other requests use the cores.
+  // The settings, the pass and the text arm go down together (one round trip).
   const settings = query(
     tx,
     sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(1, bounds.rerank))}, true), set_config('max_parallel_workers_per_gather', '0', true)`,
   );
-  // Handled here and rejected again below: a failure is answered once, by whichever awaits first.
-  settings.catch(() => undefined);
-  let nearIds = '{}';
-  if (nearestByBits) {
-    const [, near] = await Promise.all([
-      settings,
-      query<{ ids: string | null }>(
+  const near = nearestByBits
+    ? query<{ ids: string | null }>(
         tx,
-        sql`select array_agg(n.id)::text as ids from (
+        sql`select string_agg(n.id::text, ',') as ids from (
                 select m.id from memories m
                 where ${where} and length(m.embedding_bits) = ${dims}
                 order by m.embedding_bits::bit(${dims}) <~> (select binary_quantize(${vector}::vector)::bit(${dims}))
                 limit ${bounds.rerank}) n`,
-      ),
-    ]);
-    nearIds = near[0]?.ids ?? '{}';
-  }
-  // Without the pass, the settings go down with the statement (one round trip).
-  const [[raw]] = await Promise.all([query<RawSignals>(
-    tx,
-    sql`
+      )
+    : Promise.resolve([]);
+  const [, nearRows, [raw]] = await Promise.all([settings, near, query<RawSignals>(tx, textArmStatement(q, bounds, where))]);
+  const words = parseRecallSignals(raw, 'words');
+  const frequencies = frequenciesWithRead(words);
+  // Only the text arm's best by BM25 (on the copies' words) are read again in full, with the pass's:
+  // their wide rows (cosine, importance, time) were most of a large scope's cost. With a filter,
+  // whose columns are not copied, every one is read and the filter applied then.
+  const kept = hasFilter(q) ? words.rows : bestByText(words, frequencies, Math.max(bounds.textRerank, q.poolSize));
+  const ids = new Set(kept.map((r) => r.id));
+  for (const id of nearRows[0]?.ids?.split(',') ?? []) ids.add(id);
+  const full = ids.size === 0 ? undefined : (await query<RawSignals>(tx, rereadStatement(q, where, [...ids], words.lexemes)))[0];
+  return { ...words, frequencies, rows: parseRecallSignals(full).rows };
+}
+
+/** The user's current memories' count of each lexeme, or those read holding it where more (an as_of scope). */
+function frequenciesWithRead(signals: RecallSignals): Map<string, number> {
+  const counted = new Map<string, number>();
+  for (const row of signals.rows) for (const lexeme of row.hits.keys()) counted.set(lexeme, (counted.get(lexeme) ?? 0) + 1);
+  const merged = new Map(signals.frequencies ?? []);
+  for (const [lexeme, n] of counted) if (n > (merged.get(lexeme) ?? 0)) merged.set(lexeme, n);
+  return merged;
+}
+
+/** The `n` rows of the best BM25 (bm25.ts, as recall scores them), ties by id. */
+function bestByText(signals: RecallSignals, frequencies: Map<string, number>, n: number): SignalRow[] {
+  const scores = bm25Scores(
+    queryTerms(signals.lexemes),
+    signals.rows.map((r) => ({ id: r.id, length: r.length, lexemes: r.hits })),
+    { documents: signals.documents, averageLength: signals.averageLength, frequencies },
+  );
+  return topBy(signals.rows, (r) => scores.get(r.id) ?? 0, n);
+}
+
+/**
+ * The text arm of a large scope on the narrow copies (memory_search): the query's lexemes, the
+ * user's counts, and the memories holding each set of terms (the newest `perSet` a set), as lines
+ * `id dl hit` (parseRecallSignals, 'words').
+ */
+function textArmStatement(q: SignalsQuery, bounds: LargeScopeBounds, where: SQL): SQL {
+  return sql`
       with ${queryLexemeCtes(q)},
       stats as materialized (
         -- A lookup a lexeme (the limit keeps it from being flattened): as one "= any(...)", the
@@ -420,36 +469,41 @@ async function readLargeScope(tx: Db, q: SignalsQuery, nearestByBits: boolean): 
           group by o1.lexeme, o2.lexeme having count(*) >= 2
         ) as sets
       ),
-      matched as materialized (
-        select t.id from engram_recall_text_sets(${q.userId}, (select sets from sets), ${bounds.perSet},
-          ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz) t
-      ),
-      picked as materialized (select unnest(${nearIds}::uuid[]) as id union select id from matched),
       scope as materialized (
-        select m.id, m.importance, m.occurred_at, m.embedding <=> (select ${vector}::vector) as distance,
-               length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', q.lexemes), '{a}') as hit
-        from memories m
-        cross join query q
-        where ${where} and m.id in (select id from picked) and vector_dims(m.embedding) = ${q.embedding.length}
+        select t.id, t.dl, t.hit from engram_recall_text_matches(${q.userId}, (select sets from sets), ${bounds.perSet},
+          ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz, (select lexemes from query)) t
       )
-      ${signalsSelect(
-        q,
-        // The user's current memories, counted on write; else (none current, e.g. an as_of before
-        // a supersede) the scope counted on the narrow index, up to a bound.
-        sql`coalesce((select documents from stats where lexeme = ''), (select count(*) from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c))::int`,
-        sql`false`,
-        {
-          averageLength: sql`coalesce((select lengths::float8 / nullif(documents, 0) from stats where lexeme = ''), (select avg(dl) from scope))`,
-          frequencies: sql`(select json_object_agg(lexeme, documents)::text from stats where lexeme <> '')`,
-        },
-      )}
-    `,
-  ), settings]);
-  return parseRecallSignals(raw);
+      select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
+             -- The user's current memories, counted on write; else (none current, e.g. an as_of
+             -- before a supersede) the scope counted on the narrow index, up to a bound.
+             coalesce((select documents from stats where lexeme = ''), (select count(*) from (select 1 from memories m where ${where} limit ${LARGE_SCOPE_COUNT_LIMIT}) c))::int as documents,
+             false as capped,
+             coalesce((select lengths::float8 / nullif(documents, 0) from stats where lexeme = ''), (select avg(dl) from scope))::float8 as average_length,
+             (select json_object_agg(lexeme, documents)::text from stats where lexeme <> '') as frequencies,
+             (select string_agg(concat_ws(' ', s.id, s.dl, s.hit), e'\n') from scope s) as memories`;
+}
+
+/**
+ * The given memories of the scope read in full, as findRecallSignals' lines: those holding a query
+ * lexeme, and of the others the `poolSize` nearest by cosine.
+ */
+function rereadStatement(q: SignalsQuery, where: SQL, ids: readonly string[], lexemes: readonly QueryLexeme[]): SQL {
+  const vector = vectorLiteral(q.embedding);
+  return sql`
+      with scope as materialized (
+        select m.id, m.importance, m.occurred_at, m.embedding <=> (select ${vector}::vector) as distance,
+               length(m.search_text) as dl,
+               ts_filter(setweight(m.search_text, 'A', (select array_agg(l) from jsonb_array_elements_text(${JSON.stringify(lexemes.map((l) => l.lexeme))}::jsonb) l)), '{a}') as hit
+        from memories m
+        where ${where} and m.id = any(${`{${ids.join(',')}}`}::uuid[]) and vector_dims(m.embedding) = ${q.embedding.length}
+      )
+      select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n') as memories
+      from scope s
+      where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})`;
 }
 
 /** The statement's row as recall's signals (pure, so it can be measured and tested alone). */
-export function parseRecallSignals(raw: RawSignals | undefined): RecallSignals {
+export function parseRecallSignals(raw: Partial<RawSignals> | undefined, lines: 'full' | 'words' = 'full'): RecallSignals {
   const signals: RecallSignals = { lexemes: [], documents: 0, capped: false, averageLength: 0, rows: [] };
   if (!raw) return signals;
   for (const [lexeme, group] of JSON.parse(raw.lexemes ?? '[]') as Array<[string, number | null]>) signals.lexemes.push({ lexeme, group });
@@ -458,12 +512,26 @@ export function parseRecallSignals(raw: RawSignals | undefined): RecallSignals {
   signals.averageLength = raw.average_length === null ? 0 : Number(raw.average_length);
   if (raw.frequencies) signals.frequencies = new Map(Object.entries(JSON.parse(raw.frequencies) as Record<string, number | string>).map(([l, n]) => [l, Number(n)]));
   const text = raw.memories ?? '';
-  // Each line: `id dl distance importance occurred_ms hit`, read with indexes (no split arrays).
+  // Each line: `id dl distance importance occurred_ms hit` ('words': `id dl hit`), read with indexes
+  // (no split arrays). A 'words' row has no cosine, importance or time yet: similarity 0, the rest 0.
   for (let start = 0; start < text.length; ) {
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
     const s1 = text.indexOf(' ', start);
     const s2 = text.indexOf(' ', s1 + 1);
+    if (lines === 'words') {
+      const hitEnd = s2 === -1 || s2 > end ? end : s2;
+      signals.rows.push({
+        id: text.slice(start, s1),
+        length: Number(text.slice(s1 + 1, hitEnd)),
+        similarity: 0,
+        importance: 0,
+        occurredAt: new Date(0),
+        hits: hitEnd < end ? parseTsvector(text.slice(hitEnd + 1, end)) : new Map(),
+      });
+      start = end + 1;
+      continue;
+    }
     const s3 = text.indexOf(' ', s2 + 1);
     const s4 = text.indexOf(' ', s3 + 1);
     const s5 = text.indexOf(' ', s4 + 1);

@@ -90,6 +90,27 @@ describe('recall strategy by the size of the scope', () => {
     expect(byId(none.candidates).map((c) => c.id)).toEqual(byId(noneBits.candidates).map((c) => c.id));
   });
 
+  it('reads in full only the text arm’s best by BM25, and its top by BM25 stays that of every memory holding a word', async () => {
+    const text = `${WORDS[0]} ${WORDS[5]} lake with Anna`;
+    const topText = (p: { candidates: Array<{ id: string; textScore: number }> }) =>
+      p.candidates.filter((c) => c.textScore > 0).sort((a, b) => b.textScore - a.textScore || (a.id < b.id ? -1 : 1)).slice(0, 3).map((c) => [c.id, c.textScore.toFixed(9)]);
+    const all = await pool(text, 'quantized', RECALL_SCAN_LIMIT, { poolSize: 3, nearestByBits: false, largeScope: { textRerank: 1000 } });
+    const cut = await pool(text, 'quantized', RECALL_SCAN_LIMIT, { poolSize: 3, nearestByBits: false, largeScope: { textRerank: 3 } });
+    // "lake" is in all 40: every memory holds a word, and all of them are read without the cut.
+    expect(all.rows.length).toBe(40);
+    expect(cut.rows.length).toBe(3);
+    expect(topText(cut)).toEqual(topText(all));
+    expect(cut.fullTextScore).toBeCloseTo(all.fullTextScore, 9);
+    // With a filter (its columns are not in the copies) every memory holding a word is read, the filter
+    // applied then (no pass over the bits here, which would bring them all on its own).
+    const who = 'cato';
+    const memories = Array.from({ length: 10 }, (_, i) => ({ content: `lake walk ${i}`, category: i < 8 ? 'trip' : 'home', occurred_at: day(i) }));
+    expect((await app.call('POST', '/memories', { token: await tokenFor({ tenant, user: who }), body: { memories } })).status).toBe(201);
+    const bounds = { userId: who, poolSize: 3, nearestByBits: false, largeScope: { textRerank: 3, rerank: 0 } };
+    expect((await pool('lake', 'quantized', RECALL_SCAN_LIMIT, bounds)).rows.length).toBe(3);
+    expect((await pool('lake', 'quantized', RECALL_SCAN_LIMIT, { ...bounds, categories: ['trip'] })).rows.length).toBe(8);
+  });
+
   it('past the scan limit uses the indexes and still finds the oldest memories', async () => {
     // With a limit of 10, the scan alone reads the newest 10 (visits 30-39) and misses visit 0.
     const text = `${WORDS[0]} visit`;
