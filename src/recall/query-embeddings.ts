@@ -1,4 +1,5 @@
 import type { Embedder } from '../llm/types.js';
+import { RecentMap } from '../shared/recent-map.js';
 
 /**
  * How many recent queries' vectors each embedder keeps (a 1,536-dimension vector is ~12 KiB, so
@@ -7,7 +8,7 @@ import type { Embedder } from '../llm/types.js';
  */
 export const QUERY_EMBEDDING_CACHE_SIZE = 256;
 
-const caches = new WeakMap<Embedder, Map<string, Promise<number[]>>>();
+const caches = new WeakMap<Embedder, RecentMap<string, Promise<number[]>>>();
 
 /**
  * The query's vector, from the embedder or from its most recently used ones. The promise is kept,
@@ -19,20 +20,14 @@ const caches = new WeakMap<Embedder, Map<string, Promise<number[]>>>();
  */
 export function embedQuery(embedder: Embedder, tenantId: string, query: string): Promise<number[]> {
   let cache = caches.get(embedder);
-  if (!cache) caches.set(embedder, (cache = new Map()));
+  if (!cache) caches.set(embedder, (cache = new RecentMap(QUERY_EMBEDDING_CACHE_SIZE)));
   const text = `${tenantId}\u0000${query}`;
   const known = cache.get(text);
-  if (known) {
-    // A Map iterates in insertion order: moved to the end, the first entry is the least recent.
-    cache.delete(text);
-    cache.set(text, known);
-    return known;
-  }
+  if (known) return known;
   const embedding = embedder.embed([query]).then(([vector]) => vector!);
   cache.set(text, embedding);
-  if (cache.size > QUERY_EMBEDDING_CACHE_SIZE) cache.delete(cache.keys().next().value!);
   embedding.catch(() => {
-    if (cache.get(text) === embedding) cache.delete(text);
+    if (cache.peek(text) === embedding) cache.delete(text);
   });
   return embedding;
 }

@@ -96,7 +96,7 @@ export interface RawSignals {
 }
 
 /** Whether the request filters the scope beyond its user and validity (agent, run, category, metadata). */
-function hasFilter(q: SignalsQuery): boolean {
+export function hasFilter(q: SignalsQuery): boolean {
   return q.agentId !== undefined || q.runId !== undefined || Boolean(q.categories?.length) || Object.keys(q.metadata ?? {}).length > 0;
 }
 

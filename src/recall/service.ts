@@ -5,7 +5,8 @@ import { toMemoryDto } from '../memories/schemas.js';
 import type { RequestContext } from '../shared/context.js';
 import { lastStatement, type Db } from '../db/client.js';
 import { bm25Scores, queryTerms } from './bm25.js';
-import { findLargeScopeSignals, findMemoriesByIds, findRecallSignals, type RecallSignals, type SignalsQuery } from './repository.js';
+import { findLargeScopeSignals, findMemoriesByIds, findRecallSignals, hasFilter, type RecallSignals, type SignalsQuery } from './repository.js';
+import { RecentMap } from '../shared/recent-map.js';
 import { MAX_RECALL_LIMIT, type RecallBody, type RecalledMemory } from './schemas.js';
 import {
   DEFAULT_WEIGHTS,
@@ -79,27 +80,59 @@ export interface CandidatePool {
 }
 
 /**
+ * How many users per process are remembered as past the scan limit (their scope's size then), the
+ * most recently asked: a key and a number each, so ~1 MB at most.
+ */
+export const KNOWN_LARGE_SCOPES = 10_000;
+
+/**
+ * Users last found with more current memories than the scan limit (how many, from the word counts),
+ * by tenant and user. Their next recall goes to the large-scope path at once, without the scan's
+ * first statement, which at their size only counts to learn it (a round trip: ~2 ms at 100,000
+ * memories, `npm run bench -- biguser`). The large-scope path counts them again, so a user found
+ * since to hold no more than the limit is scanned and forgotten here. Not for a request with a
+ * filter or an as_of in the past: its scope may be small whatever the user's size.
+ */
+const knownLargeScopes = new RecentMap<string, number>(KNOWN_LARGE_SCOPES);
+
+/**
  * The hybrid candidate pool of one request, each with both arms' signals: the database's signals
  * (repository.ts), BM25 over them (bm25.ts), then the vector arm's and the text arm's top N merged.
  */
 export async function collectCandidates(
   tx: Db,
   q: SignalsQuery,
-  observe?: (signals: RecallSignals, strategy: Exclude<RecallStrategy, 'auto'>) => void,
+  /** Told what was read, how, and whether the scan's statement ran (to count the scope, or to scan it). */
+  observe?: (signals: RecallSignals, strategy: Exclude<RecallStrategy, 'auto'>, scanned: boolean) => void,
   strategy: RecallStrategy = 'auto',
 ): Promise<CandidatePool> {
   let signals: RecallSignals | undefined;
   let used: Exclude<RecallStrategy, 'auto'> = 'scan';
-  if (strategy !== 'quantized') {
+  let scanned = false;
+  const user = `${q.tenantId}\u0000${q.userId}`;
+  const wholeScope = !hasFilter(q) && (q.asOf === undefined || q.asOf.getTime() >= Date.now());
+  if (strategy === 'auto' && wholeScope && (knownLargeScopes.get(user) ?? 0) > q.scanLimit) {
+    signals = await findLargeScopeSignals(tx, q);
+    used = 'quantized';
+    if (signals.documents > q.scanLimit) knownLargeScopes.set(user, signals.documents);
+    else {
+      knownLargeScopes.delete(user);
+      signals = undefined;
+    }
+  }
+  if (!signals && strategy !== 'quantized') {
     // Auto: the scan's first step counts up to the limit; past it nothing was read, and the indexes answer.
+    used = 'scan';
+    scanned = true;
     signals = await findRecallSignals(tx, { ...q, skipWhenCapped: strategy === 'auto' });
     if (strategy === 'auto' && signals.capped) signals = undefined;
   }
   if (!signals) {
     signals = await findLargeScopeSignals(tx, q);
     used = 'quantized';
+    if (strategy === 'auto' && signals.documents > q.scanLimit) knownLargeScopes.set(user, signals.documents);
   }
-  observe?.(signals, used);
+  observe?.(signals, used, scanned);
   return candidatesFromSignals(signals, q.poolSize);
 }
 

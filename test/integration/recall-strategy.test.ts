@@ -40,14 +40,16 @@ async function pool(text: string, strategy: RecallStrategy, scanLimit = RECALL_S
   const [embedding] = await app.runtime.services.embedder.embed([text]);
   const q: SignalsQuery = { tenantId: tenant, userId: user, embedding: embedding!, text, wordForms: queryWordForms(text), asOf: undefined, now: new Date(), poolSize: 100, maxTerms: RECALL_MAX_TERMS, scanLimit, ...scope };
   let used = '';
+  let scanned = false;
   let signals: RecallSignals | undefined;
   const got = await withTenant(app.runtime.services.database, tenant, (tx) =>
-    collectCandidates(tx, q, (read, s) => {
+    collectCandidates(tx, q, (read, s, counted) => {
       signals = read;
       used = s;
+      scanned = counted;
     }, strategy),
   );
-  return { ...got, used, rows: signals!.rows };
+  return { ...got, used, scanned, rows: signals!.rows };
 }
 
 const byId = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -123,6 +125,32 @@ describe('recall strategy by the size of the scope', () => {
     expect(holding(capped).length).toBeLessThan(holding(whole).length);
     const under = await pool(text, 'auto', 1000);
     expect(under.used).toBe('scan');
+  });
+
+  it('goes straight to the indexes for a user found past the limit, and scans one who has fallen back under it', async () => {
+    const who = 'ella';
+    const userToken = await tokenFor({ tenant, user: who });
+    const memories = Array.from({ length: 12 }, (_, i) => ({ content: `${WORDS[i % 4]} by the river on day ${i}`, occurred_at: day(i) }));
+    const res = await app.call('POST', '/memories', { token: userToken, body: { memories } });
+    expect(res.status).toBe(201);
+    const ids = (res.body as { memories: Array<{ id: string }> }).memories.map((m) => m.id);
+    const text = `${WORDS[1]} river`;
+    const ask = (scope: Partial<SignalsQuery> = {}) => pool(text, 'auto', 10, { userId: who, ...scope });
+    const first = await ask();
+    expect([first.used, first.scanned]).toEqual(['quantized', true]);
+    // Known past the limit now: the scan's statement, which would only count to learn it, is left out.
+    const again = await ask();
+    expect([again.used, again.scanned]).toEqual(['quantized', false]);
+    expect(byId(again.candidates)).toEqual(byId(first.candidates));
+    // A scope that may be small whatever the user's size is counted as before.
+    expect((await ask({ asOf: new Date(day(3)) })).scanned).toBe(true);
+    expect((await ask({ categories: ['none'] })).scanned).toBe(true);
+    // Down to 9 memories: the indexes' count shows it, and the scan answers, now and next time.
+    for (const id of ids.slice(0, 3)) expect((await app.call('DELETE', `/memories/${id}`, { token: userToken })).status).toBe(204);
+    const under = await ask();
+    expect([under.used, under.scanned]).toEqual(['scan', true]);
+    expect(byId(under.candidates).map((c) => c.id)).toEqual(byId((await pool(text, 'scan', 10, { userId: who })).candidates).map((c) => c.id));
+    expect((await ask()).used).toBe('scan');
   });
 
   it('chooses by the size of the scope itself, not of the user: an as_of or a filter that leaves few memories is scanned', async () => {
