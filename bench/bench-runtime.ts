@@ -22,12 +22,15 @@ export interface BenchRuntime {
   close: () => Promise<void>;
 }
 
-export async function openBenchRuntime(env: Record<string, string | undefined>, options: { backend: string; database?: string | undefined }): Promise<BenchRuntime> {
+export async function openBenchRuntime(
+  env: Record<string, string | undefined>,
+  options: { backend: string; database?: string | undefined; clock?: (() => Date) | undefined },
+): Promise<BenchRuntime> {
   const logger = pino({ level: 'silent' });
   if (options.backend === 'pglite') {
     const { openPglite } = await import('../src/db/pglite.js');
     const database = await openPglite({ dataDir: undefined });
-    const runtime = await createRuntime({ ...loadConfig(env), migrateOnStart: true }, { logger, database });
+    const runtime = await createRuntime({ ...loadConfig(env), migrateOnStart: true }, { logger, database, clock: options.clock });
     return {
       runtime,
       database,
@@ -44,7 +47,7 @@ export async function openBenchRuntime(env: Record<string, string | undefined>, 
   const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
   if (!exists) await admin.unsafe(`create database ${name}`);
   await admin.end();
-  const runtime = await createRuntime(loadConfig({ ...env, DATABASE_URL: databaseUrl(name), MIGRATE_ON_START: 'true' }), { logger });
+  const runtime = await createRuntime(loadConfig({ ...env, DATABASE_URL: databaseUrl(name), MIGRATE_ON_START: 'true' }), { logger, clock: options.clock });
   return {
     runtime,
     database: runtime.services.database,

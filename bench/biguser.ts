@@ -53,7 +53,11 @@ const questions = read<{ question: string }>('queries.jsonl').slice(0, Number(va
 
 const secret = `bench-biguser-${randomUUID()}-${randomUUID()}`;
 const env = { AUTH_JWT_SECRET: secret, LOG_LEVEL: 'silent', REQUEST_TIMEOUT_MS: '600000', EMBEDDINGS: process.env.EMBEDDINGS ?? 'lexical', EMBEDDING_DIMENSIONS: process.env.EMBEDDING_DIMENSIONS };
-const { runtime, vacuum: analyze, close } = await openBenchRuntime(env, { backend: values.backend!, database: values.database });
+// The service's clock is the benchmark's: each size is asked at the hour after its newest memory, as
+// an agent asks of what it has stored, with no as_of.
+const start = Date.UTC(2020, 0, 1);
+let benchNow = new Date(start);
+const { runtime, vacuum: analyze, close } = await openBenchRuntime(env, { backend: values.backend!, database: values.database, clock: () => benchNow });
 
 const tenant = 'bench-biguser';
 const user = 'u';
@@ -63,7 +67,6 @@ const request = (route: string, body: unknown) => {
   return runtime.app.request(route, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)) }, body: json });
 };
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-const start = Date.UTC(2020, 0, 1);
 
 try {
   process.stdout.write(`embedder ${runtime.services.embedder.name}, backend ${values.backend}, ${questions.length} questions\n`);
@@ -74,6 +77,8 @@ try {
   });
   for (const size of sizes) {
     if (size < loaded) throw new Error(`the user already has ${loaded} memories, more than ${size}`);
+    const now = new Date(start + size * 3_600_000);
+    benchNow = now;
     const t0 = performance.now();
     for (let i = loaded; i < size; i += 1000) {
       const n = Math.min(1000, size - i);
@@ -84,21 +89,21 @@ try {
     const rate = size === loaded ? Number.NaN : (size - loaded) / ((performance.now() - t0) / 1000);
     loaded = size;
     await analyze();
-    const now = new Date(start + size * 3_600_000);
     const latencies: number[] = [];
     let overlap = 0;
     const embeddings = await runtime.services.embedder.embed(questions.map((q) => q.question));
     // The exact answers first, untimed: the reference scan reads every wide row of the user, and
     // run between timed requests it would leave each of them a cache emptied by a measurement.
-    // Kept only for the same data: the database, its size and the questions.
-    const cacheKey = `${values.database}:${size}:${questions.map((q) => q.question).join('|')}`;
+    // Kept only for the same data (the database, its size, the embedder, the questions); not for
+    // another ranking: delete the file after changing the scoring.
+    const cacheKey = `${values.database}:${size}:${runtime.services.embedder.name}:${runtime.services.embedder.dimensions}:${questions.map((q) => q.question).join('|')}`;
     const cached = values.exact && existsSync(values.exact) ? (JSON.parse(readFileSync(values.exact, 'utf8')) as Record<string, string[][]>)[cacheKey] : undefined;
     const exacts: Array<Set<string>> = (cached ?? []).map((ids) => new Set(ids));
     const scans: number[] = [];
     for (const [i, q] of cached ? [] : questions.entries()) {
       const t = performance.now();
       const exact = await withTenant(runtime.services.database, tenant, async (tx) => {
-        const pool = await collectCandidates(tx, { tenantId: tenant, userId: user, embedding: embeddings[i]!, text: q.question, wordForms: queryWordForms(q.question), asOf: now, now, poolSize: CANDIDATES_PER_ARM, maxTerms: RECALL_MAX_TERMS, scanLimit: size + 1 }, undefined, 'scan');
+        const pool = await collectCandidates(tx, { tenantId: tenant, userId: user, embedding: embeddings[i]!, text: q.question, wordForms: queryWordForms(q.question), asOf: undefined, now, poolSize: CANDIDATES_PER_ARM, maxTerms: RECALL_MAX_TERMS, scanLimit: size + 1 }, undefined, 'scan');
         return rankRecallCandidates(pool, { weights: DEFAULT_WEIGHTS, halfLifeHours: runtime.config.recall.halfLifeHours, now, minRelevance: minRelevanceFor(runtime.config, runtime.services.embedder.kind), limit: 10 }, TEXT_RELEVANCE_WEIGHTS[runtime.services.embedder.kind]);
       }, { readOnly: true });
       scans.push(performance.now() - t);
@@ -108,10 +113,10 @@ try {
       const all = existsSync(values.exact) ? (JSON.parse(readFileSync(values.exact, 'utf8')) as Record<string, string[][]>) : {};
       writeFileSync(values.exact, JSON.stringify({ ...all, [cacheKey]: exacts.map((e) => [...e]) }));
     }
-    for (const q of questions.slice(0, 10)) await (await request('/memories/recall', { query: q.question, limit: 10, as_of: now.toISOString() })).text();
+    for (const q of questions.slice(0, 10)) await (await request('/memories/recall', { query: q.question, limit: 10 })).text();
     for (const [i, q] of questions.entries()) {
       const t = performance.now();
-      const res = await request('/memories/recall', { query: q.question, limit: 10, as_of: now.toISOString() });
+      const res = await request('/memories/recall', { query: q.question, limit: 10 });
       const body = (await res.json()) as { memories: Array<{ id: string }> };
       latencies.push(performance.now() - t);
       const exact = exacts[i]!;

@@ -335,7 +335,7 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   of each set of query terms (a term: a lexeme, or an irregular word's forms as alternatives, as
  *   BM25 counts them): each term held by at most LARGE_SCOPE_TERM_READ_LIMIT of the user's
  *   memories (and the rarest), all of them, all but one, all but two (up to
- *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_matches (migration 0012: as the
+ *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_hits (migration 0012: as the
  *   owner, within the current tenant, since row-level security keeps @@ from using the index),
  *   each with its length and its words cut to the query's, from the copies; of these only the
  *   best LARGE_SCOPE_TEXT_RERANK by BM25 are read again in full (cosine, importance, time), in a
@@ -363,7 +363,7 @@ async function readLargeScope(tx: Db, q: SignalsQuery, nearestByBits: boolean): 
     textRerank: LARGE_SCOPE_TEXT_RERANK,
     ...q.largeScope,
   };
-  const vector = `[${q.embedding.join(',')}]`;
+  const vector = vectorLiteral(q.embedding);
   const where = scopeConditions(q);
   // The query's vector and bits in scalar subqueries, computed once: the driver prepares statements,
   // and PostgreSQL's generic plan (after five runs) would otherwise parse and quantize them per row.
@@ -388,7 +388,10 @@ async function readLargeScope(tx: Db, q: SignalsQuery, nearestByBits: boolean): 
       )
     : Promise.resolve([]);
   const [, nearRows, [raw]] = await Promise.all([settings, near, query<RawSignals>(tx, textArmStatement(q, bounds, where))]);
-  const words = parseRecallSignals(raw, 'words');
+  const found = parseRecallSignals(raw, 'words');
+  // N is at least the memories found in scope: more than the user's current ones where an as_of
+  // scope holds memories since superseded. The cut and the final BM25 then count with the same N.
+  const words = { ...found, documents: Math.max(found.documents, found.rows.length) };
   const frequencies = frequenciesWithRead(words);
   // Only the text arm's best by BM25 (on the copies' words) are read again in full, with the pass's:
   // their wide rows (cosine, importance, time) were most of a large scope's cost. With a filter,
@@ -470,7 +473,7 @@ function textArmStatement(q: SignalsQuery, bounds: LargeScopeBounds, where: SQL)
         ) as sets
       ),
       scope as materialized (
-        select t.id, t.dl, t.hit from engram_recall_text_matches(${q.userId}, (select sets from sets), ${bounds.perSet},
+        select t.id, t.dl, t.hit from engram_recall_text_hits(${q.userId}, (select sets from sets), ${bounds.perSet},
           ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz, (select lexemes from query)) t
       )
       select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,

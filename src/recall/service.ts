@@ -91,7 +91,8 @@ export const KNOWN_LARGE_SCOPES = 10_000;
  * first statement, which at their size only counts to learn it (a round trip: ~2 ms at 100,000
  * memories, `npm run bench -- biguser`). The large-scope path counts them again, so a user found
  * since to hold no more than the limit is scanned and forgotten here. Not for a request with a
- * filter or an as_of in the past: its scope may be small whatever the user's size.
+ * filter or an as_of: its scope may be small whatever the user's size (an as_of to come leaves out
+ * what expires before it, which the counts do not).
  */
 const knownLargeScopes = new RecentMap<string, number>(KNOWN_LARGE_SCOPES);
 
@@ -110,7 +111,7 @@ export async function collectCandidates(
   let used: Exclude<RecallStrategy, 'auto'> = 'scan';
   let scanned = false;
   const user = `${q.tenantId}\u0000${q.userId}`;
-  const wholeScope = !hasFilter(q) && (q.asOf === undefined || q.asOf.getTime() >= Date.now());
+  const wholeScope = !hasFilter(q) && q.asOf === undefined;
   if (strategy === 'auto' && wholeScope && (knownLargeScopes.get(user) ?? 0) > q.scanLimit) {
     signals = await findLargeScopeSignals(tx, q);
     used = 'quantized';

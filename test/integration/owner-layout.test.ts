@@ -103,4 +103,18 @@ describe.runIf(TEST_BACKEND === 'postgres')('an owner that is no superuser (the 
     );
     expect(pool.candidates.filter((c) => c.textScore > 0).map((c) => c.id)).toEqual([ids[2]!]);
   });
+
+  it('lets no role but the application execute a function that runs as the owner', async () => {
+    // app.tenant_id is a setting any role may change: executed by another login, such a function
+    // would read any tenant's rows past row-level security.
+    const open = await owner.unsafe(
+      `select p.proname::text as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+       where n.nspname = 'public' and p.prosecdef
+         and (p.proacl is null or exists (select 1 from aclexplode(p.proacl) a where a.grantee = 0 and a.privilege_type = 'EXECUTE'))
+       order by 1`,
+    );
+    expect(open.map((r) => r.name)).toEqual([]);
+    const owned = await owner.unsafe(`select count(*)::int as n from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'public' and p.prosecdef`);
+    expect(owned[0]!.n).toBeGreaterThan(5);
+  });
 });

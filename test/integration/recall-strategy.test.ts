@@ -113,6 +113,21 @@ describe('recall strategy by the size of the scope', () => {
     expect((await pool('lake', 'quantized', RECALL_SCAN_LIMIT, { ...bounds, categories: ['trip'] })).rows.length).toBe(8);
   });
 
+  it('leaves out of the text arm what has expired since an as_of, so it cannot take the place of a valid memory in the cut', async () => {
+    const who = 'fred';
+    const userToken = await tokenFor({ tenant, user: who });
+    // The three that repeat the word rank first by BM25; they expire (unswept) after the as_of.
+    const memories = Array.from({ length: 6 }, (_, i) => ({ content: i < 3 ? `heron heron heron on day ${i}` : `heron by the pond on day ${i}`, occurred_at: day(i) }));
+    const res = await app.call('POST', '/memories', { token: userToken, body: { memories } });
+    expect(res.status).toBe(201);
+    const ids = (res.body as { memories: Array<{ id: string }> }).memories.map((m) => m.id);
+    await app.ownerQuery(`update memories set expires_at = now() - interval '1 minute' where tenant_id = $1 and id = any($2::uuid[])`, [tenant, ids.slice(0, 3)]);
+    const bounds = { userId: who, asOf: new Date(day(20)), poolSize: 3, nearestByBits: false, largeScope: { textRerank: 3, rerank: 0 } };
+    const cut = await pool('heron', 'quantized', RECALL_SCAN_LIMIT, bounds);
+    expect(holding(cut)).toEqual([...ids.slice(3)].sort());
+    expect(holding(cut)).toEqual(holding(await pool('heron', 'scan', RECALL_SCAN_LIMIT, bounds)));
+  });
+
   it('past the scan limit uses the indexes and still finds the oldest memories', async () => {
     // With a limit of 10, the scan alone reads the newest 10 (visits 30-39) and misses visit 0.
     const text = `${WORDS[0]} visit`;
@@ -142,8 +157,10 @@ describe('recall strategy by the size of the scope', () => {
     const again = await ask();
     expect([again.used, again.scanned]).toEqual(['quantized', false]);
     expect(byId(again.candidates)).toEqual(byId(first.candidates));
-    // A scope that may be small whatever the user's size is counted as before.
+    // A scope that may be small whatever the user's size is counted as before: a filter, an as_of
+    // past or to come (one to come leaves out what expires before it).
     expect((await ask({ asOf: new Date(day(3)) })).scanned).toBe(true);
+    expect((await ask({ asOf: new Date(Date.now() + 86_400_000) })).scanned).toBe(true);
     expect((await ask({ categories: ['none'] })).scanned).toBe(true);
     // Down to 9 memories: the indexes' count shows it, and the scan answers, now and next time.
     for (const id of ids.slice(0, 3)) expect((await app.call('DELETE', `/memories/${id}`, { token: userToken })).status).toBe(204);
