@@ -33,7 +33,8 @@ export interface SignalsQuery {
    * False for an embedder whose vectors are hashed word features (`lexical`): a memory near such a
    * query mostly shares its words, which the text arm reads through its index. The pass runs all
    * the same when the request has a filter (the text arm keeps its newest before filtering) or when
-   * the text arm brings fewer than `poolSize` memories (no word held, stop words only). Default true.
+   * the text arm brings fewer than `poolSize` memories (no word held, stop words only), even once it
+   * has read the words too common to read alone. Default true.
    */
   nearestByBits?: boolean;
   /** A large scope's bounds (findLargeScopeSignals), smaller in tests than the defaults below. */
@@ -351,9 +352,19 @@ export async function findLargeScopeSignals(tx: Db, q: SignalsQuery): Promise<Re
   if (q.nearestByBits === false && !hasFilter(q)) {
     const byWords = await readLargeScope(tx, q, false);
     if (byWords.rows.length >= q.poolSize) return byWords;
+    // Too few, and a word the user holds was too common to read alone (a rare word beside it found
+    // the few): its newest memories are read too before the pass, which costs ~100 ms at 100,000.
+    const readLimit = q.largeScope?.termReadLimit ?? LARGE_SCOPE_TERM_READ_LIMIT;
+    if ([...(byWords.frequencies?.values() ?? [])].some((n) => n > readLimit)) {
+      const everyWord = await readLargeScope(tx, { ...q, largeScope: { ...q.largeScope, termReadLimit: EVERY_TERM } }, false);
+      if (everyWord.rows.length >= q.poolSize) return everyWord;
+    }
   }
   return readLargeScope(tx, q, true);
 }
+
+/** A read limit no term passes (an int4, as the statement compares it). */
+const EVERY_TERM = 2_147_483_647;
 
 async function readLargeScope(tx: Db, q: SignalsQuery, nearestByBits: boolean): Promise<RecallSignals> {
   const bounds: LargeScopeBounds = {

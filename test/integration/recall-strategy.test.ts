@@ -113,6 +113,24 @@ describe('recall strategy by the size of the scope', () => {
     expect((await pool('lake', 'quantized', RECALL_SCAN_LIMIT, { ...bounds, categories: ['trip'] })).rows.length).toBe(8);
   });
 
+  it('without the pass, reads a word too common to read alone before falling back to the pass, when a rarer word found too few', async () => {
+    const who = 'hana';
+    // The pass would bring the near-spellings (no word shared, nearer by their vectors than the
+    // long memories holding "lake"); the text arm brings only memories holding a word.
+    const filler = 'under grey autumn skies with friends talking about books gardens travel recipes and music';
+    const contents = [...Array.from({ length: 6 }, (_, i) => `lake ${filler} ${i}`), 'zqrare stone by the lake', 'zqrarx zqrary one', 'zqrarx zqrary two', 'zqrarx zqrary three'];
+    const res = await app.call('POST', '/memories', { token: await tokenFor({ tenant, user: who }), body: { memories: contents.map((content, i) => ({ content, occurred_at: day(i) })) } });
+    expect(res.status).toBe(201);
+    // "lake" is held by 7, past the read limit of 3; "zqrare" by 1, too few for a pool of 3.
+    const got = await pool('zqrare lake', 'quantized', RECALL_SCAN_LIMIT, { userId: who, poolSize: 3, nearestByBits: false, largeScope: { termReadLimit: 3 } });
+    expect(got.rows.length).toBe(7);
+    expect(got.rows.every((r) => r.hits.size > 0)).toBe(true);
+    // A query whose words no memory holds still falls back to the pass.
+    const none = await pool('zqabsent', 'quantized', RECALL_SCAN_LIMIT, { userId: who, poolSize: 3, nearestByBits: false, largeScope: { termReadLimit: 3 } });
+    expect(none.rows.length).toBeGreaterThan(0);
+    expect(none.rows.every((r) => r.hits.size === 0)).toBe(true);
+  });
+
   it('leaves out of the text arm what has expired since an as_of, so it cannot take the place of a valid memory in the cut', async () => {
     const who = 'fred';
     const userToken = await tokenFor({ tenant, user: who });
