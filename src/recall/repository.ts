@@ -151,20 +151,10 @@ function queryLexemeCtes(q: SignalsQuery): SQL {
 }
 
 /**
- * The statement's output columns, from a CTE `scope` (a row per memory read) and the scope's size;
- * the mean length is that of the memories read unless given.
+ * A memory's line in the statements' output (parseRecallSignals), from a row `s` of a CTE `scope`:
+ * `id dl distance importance occurred_ms hit`.
  */
-function signalsSelect(q: SignalsQuery, documents: SQL, capped: SQL, extra?: { averageLength: SQL; frequencies: SQL }): SQL {
-  return sql`
-      select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
-             ${documents} as documents,
-             ${capped} as capped,
-             ${extra ? sql`${extra.averageLength}::float8` : sql`(select avg(dl)::float8 from scope)`} as average_length,${extra ? sql`
-             ${extra.frequencies} as frequencies,` : sql``}
-             (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n')
-              from scope s
-              where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})) as memories`;
-}
+const MEMORY_LINE = `concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit)`;
 
 /**
  * What recall ranks with, in one statement over the user's memories in scope (the request's
@@ -281,7 +271,7 @@ function scanStatementText(q: SignalsQuery): string {
              (select count(*) from scope) as documents,
              (select coalesce(cardinality(rows) > $7, true) from picked) as capped,
              (select avg(dl)::float8 from scope) as average_length,
-             (select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\\n')
+             (select string_agg(${MEMORY_LINE}, e'\\n')
               from scope s
               where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit $9)) as memories`;
 }
@@ -511,7 +501,7 @@ function rereadStatement(q: SignalsQuery, where: SQL, ids: readonly string[], le
         from memories m
         where ${where} and m.id = any(${`{${ids.join(',')}}`}::uuid[]) and vector_dims(m.embedding) = ${q.embedding.length}
       )
-      select string_agg(concat_ws(' ', s.id, s.dl, s.distance, s.importance, extract(epoch from s.occurred_at)::float8 * 1000, s.hit), e'\n') as memories
+      select string_agg(${sql.raw(MEMORY_LINE)}, e'\n') as memories
       from scope s
       where length(s.hit) > 0 or s.id in (select id from scope order by distance, id limit ${q.poolSize})`;
 }

@@ -113,17 +113,14 @@ export async function collectCandidates(
   const user = `${q.tenantId}\u0000${q.userId}`;
   const wholeScope = !hasFilter(q) && q.asOf === undefined;
   if (strategy === 'auto' && wholeScope && (knownLargeScopes.get(user) ?? 0) > q.scanLimit) {
-    signals = await findLargeScopeSignals(tx, q);
-    used = 'quantized';
-    if (signals.documents > q.scanLimit) knownLargeScopes.set(user, signals.documents);
-    else {
-      knownLargeScopes.delete(user);
-      signals = undefined;
-    }
+    const large = await findLargeScopeSignals(tx, q);
+    if (large.documents > q.scanLimit) {
+      signals = large;
+      used = 'quantized';
+    } else knownLargeScopes.delete(user);
   }
   if (!signals && strategy !== 'quantized') {
     // Auto: the scan's first step counts up to the limit; past it nothing was read, and the indexes answer.
-    used = 'scan';
     scanned = true;
     signals = await findRecallSignals(tx, { ...q, skipWhenCapped: strategy === 'auto' });
     if (strategy === 'auto' && signals.capped) signals = undefined;
@@ -131,8 +128,8 @@ export async function collectCandidates(
   if (!signals) {
     signals = await findLargeScopeSignals(tx, q);
     used = 'quantized';
-    if (strategy === 'auto' && signals.documents > q.scanLimit) knownLargeScopes.set(user, signals.documents);
   }
+  if (strategy === 'auto' && used === 'quantized' && signals.documents > q.scanLimit) knownLargeScopes.set(user, signals.documents);
   observe?.(signals, used, scanned);
   return candidatesFromSignals(signals, q.poolSize);
 }
