@@ -326,9 +326,10 @@ export const LARGE_SCOPE_COUNT_LIMIT = 20_000;
  *   of each set of query terms (a term: a lexeme, or an irregular word's forms as alternatives, as
  *   BM25 counts them): each term held by at most LARGE_SCOPE_TERM_READ_LIMIT of the user's
  *   memories (and the rarest), all of them, all but one, all but two (up to
- *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_hits (migration 0012: as the
- *   owner, within the current tenant, since row-level security keeps @@ from using the index),
- *   each with its length and its words cut to the query's, from the copies; of these only the
+ *   LARGE_SCOPE_SUBSET_TERMS terms), found by engram_recall_text_rows (migration 0013: as the
+ *   owner, within the current tenant, since row-level security keeps @@ from using the index;
+ *   smallest sets first, skipping a set that holds one already read whole), each with its length
+ *   and its words cut to the query's, from the copies; of these only the
  *   best LARGE_SCOPE_TEXT_RERANK by BM25 are read again in full (cosine, importance, time), in a
  *   second statement with the pass's nearest; with a filter (agent, run, category, metadata:
  *   columns the copies lack) every one is, and the filter applied then;
@@ -458,24 +459,27 @@ function textArmStatement(q: SignalsQuery, bounds: LargeScopeBounds, where: SQL)
           group by 1
         ) t
       ),
-      sets as materialized (
-        select array(
-          select term from quoted
-          where documents <= ${bounds.termReadLimit} or rarest = 1 or not exists (select 1 from stats where lexeme = '')
-          union
-          select string_agg(term, ' & ' order by lexeme) from quoted having count(*) >= 2
-          union
-          select string_agg(q.term, ' & ' order by q.lexeme) from quoted o cross join quoted q
-          where q.lexeme <> o.lexeme group by o.lexeme having count(*) >= 2
-          union
-          select string_agg(q.term, ' & ' order by q.lexeme) from quoted o1 join quoted o2 on o1.lexeme < o2.lexeme cross join quoted q
-          where q.lexeme <> o1.lexeme and q.lexeme <> o2.lexeme and (select count(*) from quoted) <= ${LARGE_SCOPE_SUBSET_TERMS}
-          group by o1.lexeme, o2.lexeme having count(*) >= 2
-        ) as sets
+      -- Each set of terms as a tsquery, with its terms' keys joined by chr(2) (no key holds one),
+      -- so that the function can tell a set holding another (migration 0013).
+      term_sets as materialized (
+        select term as query, lexeme as terms from quoted
+        where documents <= ${bounds.termReadLimit} or rarest = 1 or not exists (select 1 from stats where lexeme = '')
+        union
+        select string_agg(term, ' & ' order by lexeme), string_agg(lexeme, chr(2) order by lexeme) from quoted having count(*) >= 2
+        union
+        select string_agg(q.term, ' & ' order by q.lexeme), string_agg(q.lexeme, chr(2) order by q.lexeme) from quoted o cross join quoted q
+        where q.lexeme <> o.lexeme group by o.lexeme having count(*) >= 2
+        union
+        select string_agg(q.term, ' & ' order by q.lexeme), string_agg(q.lexeme, chr(2) order by q.lexeme)
+        from quoted o1 join quoted o2 on o1.lexeme < o2.lexeme cross join quoted q
+        where q.lexeme <> o1.lexeme and q.lexeme <> o2.lexeme and (select count(*) from quoted) <= ${LARGE_SCOPE_SUBSET_TERMS}
+        group by o1.lexeme, o2.lexeme having count(*) >= 2
       ),
       scope as materialized (
-        select t.id, t.dl, t.hit from engram_recall_text_hits(${q.userId}, (select sets from sets), ${bounds.perSet},
-          ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz, (select lexemes from query)) t
+        select distinct on (t.id) t.id, length(t.search_text) as dl, ts_filter(setweight(t.search_text, 'A', (select lexemes from query)), '{a}') as hit
+        from engram_recall_text_rows(${q.userId}, array(select query from term_sets order by terms), array(select terms from term_sets order by terms), ${bounds.perSet},
+          ${q.asOf ? q.asOf.toISOString() : null}::timestamptz, ${q.now.toISOString()}::timestamptz) t
+        order by t.id
       )
       select (select json_agg(json_build_array(lexeme, grp))::text from lexemes) as lexemes,
              -- The user's current memories, counted on write; else (none current, e.g. an as_of

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { query } from '../../src/db/client.js';
 import { withTenant } from '../../src/db/tenant.js';
 import type { RecallSignals, SignalsQuery } from '../../src/recall/repository.js';
 import { RECALL_MAX_TERMS, RECALL_SCAN_LIMIT, collectCandidates, rankRecallCandidates, type RecallStrategy } from '../../src/recall/service.js';
@@ -293,6 +295,28 @@ describe('recall strategy by the size of the scope', () => {
     expect(holding(got)).toContain(targetId);
     const options = { weights: DEFAULT_WEIGHTS, halfLifeHours: 720, now: new Date(), minRelevance: 0, limit: 1 };
     expect(rankRecallCandidates(got, options).map((m) => m.id)).toEqual([targetId]);
+  });
+
+  it('skips a set of terms only when a smaller set it holds was read whole, in the text arm', async () => {
+    const who = 'ivy';
+    const [cedar, dune, rune] = ['zqcedar', 'zqdune', 'zqrune'];
+    // The oldest memory holds cedar and dune; newer ones hold one of them, more than a set's two.
+    const contents = [`${cedar} ${dune} by the old gate`, ...[1, 2, 3].map((i) => `${cedar} on a walk ${i}`), ...[4, 5].map((i) => `${dune} on a walk ${i}`), `${rune} and ${cedar} at dusk`];
+    const res = await app.call('POST', '/memories', { token: await tokenFor({ tenant, user: who }), body: { memories: contents.map((content, i) => ({ content, occurred_at: day(i) })) } });
+    expect(res.status).toBe(201);
+    const ids = (res.body as { memories: Array<{ id: string }> }).memories.map((m) => m.id);
+    // Each word read alone gives its newest two, short of the oldest: only the set of both, read
+    // because neither word was read whole, finds it.
+    const bounds = { userId: who, poolSize: 3, nearestByBits: false, largeScope: { rerank: 0, perSet: 2, termReadLimit: 10 } };
+    expect(holding(await pool(`${cedar} ${dune}`, 'quantized', RECALL_SCAN_LIMIT, bounds))).toContain(ids[0]);
+    // Rune is held by one memory, read whole: the set of rune and cedar is skipped, so that memory
+    // comes back for rune and for cedar (among its newest two), not a third time for the set of both.
+    const sets = [`('${rune}')`, `('${cedar}')`, `('${cedar}') & ('${rune}')`];
+    const terms = [rune, cedar, `${cedar}\u0002${rune}`];
+    const rows = await withTenant(app.runtime.services.database, tenant, (tx) =>
+      query<{ id: string }>(tx, sql`select id::text as id from engram_recall_text_rows(${who}, array[${sql.join(sets.map((x) => sql`${x}`), sql`, `)}]::text[], array[${sql.join(terms.map((x) => sql`${x}`), sql`, `)}]::text[], 2, null, ${new Date().toISOString()}::timestamptz)`),
+    );
+    expect(rows.map((r) => r.id).sort()).toEqual([ids[6]!, ids[6]!, ids[3]!].sort());
   });
 
   it('reads a common term alone when the rarest of the query is one the user holds no memory with', async () => {
