@@ -297,17 +297,18 @@ export const LARGE_SCOPE_MATCHES_PER_TERM = 300;
 /**
  * A query term held by more of the user's memories than this brings none to a large scope's text
  * arm (unless it is the query's rarest): reading them all to keep the newest would cost more than
- * such a common word is worth to BM25. It still counts in the score of every memory read.
+ * such a common word is worth to BM25. It still counts in the score of every memory read, and the
+ * sets of several terms still find the memories holding it with others. 1,000 and 2,000 give the
+ * same recall@10 with `npm run bench -- biguser` (README, "Users with many memories").
  */
-export const LARGE_SCOPE_TERM_READ_LIMIT = 2000;
+export const LARGE_SCOPE_TERM_READ_LIMIT = 1000;
 /**
  * How many memories the text arm of a large scope reads in full, the best by BM25 on their narrow
- * copies: half again the pool, so that its top by BM25 is exact and its top by cosine is drawn from
- * the memories most alike in words. Measured with `npm run bench -- biguser` at 100,000 memories
- * (README, "Users with many memories"): 100, 150 and 300 give the same recall@10 against the exact
- * scan, and each wide row read costs time.
+ * copies (at least the pool, so that the text arm's top by BM25 is exact). Measured with
+ * `npm run bench -- biguser` at 100,000 memories (README, "Users with many memories"): 100, 150
+ * and 300 give the same recall@10 against the exact scan, and each wide row read costs time.
  */
-export const LARGE_SCOPE_TEXT_RERANK = 150;
+export const LARGE_SCOPE_TEXT_RERANK = 100;
 /** Up to this many query terms, the text arm also reads the memories holding all of them but two. */
 export const LARGE_SCOPE_SUBSET_TERMS = 8;
 /** A large scope's size (BM25's N) is counted up to this many memories; a larger one counts as this. */
