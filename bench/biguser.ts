@@ -3,11 +3,14 @@
  * scan up to RECALL_SCAN_LIMIT memories in scope, the indexes past it) against the exact answer.
  *
  *   npm run bench -- biguser [--sizes 1000,2000,10000,100000] [--queries 200] [--data <locomo dir>]
- *     [--backend postgres|pglite] [--database <name>] [--exact <file>]
+ *     [--backend postgres|pglite] [--database <name>] [--exact <file>] [--warm 300]
  *   (--data: the LoCoMo split's folder, as bench:locomo reads it; --database: a PostgreSQL database
  *   of that name, made if missing and kept afterwards, its memories already loaded not loaded again,
  *   so that one large load serves several runs; --exact: a file that keeps the exact answers of a
- *   kept database between runs, as the scans take minutes at 100,000)
+ *   kept database between runs, as the scans take minutes at 100,000; --warm: how many other
+ *   questions are asked first, untimed, so that the pool's database sessions are measured as a
+ *   running service's are, not as new ones: a PostgreSQL backend's first touch of each page of
+ *   shared buffers is a page fault, ~7 µs each on the 2-core VM the README's figures come from)
  *
  * One user's memories are LoCoMo's turns (all conversations, cycled, each copy numbered so that no
  * two are the same fact), stored through `POST /memories` in batches of 1,000 with the service's
@@ -40,6 +43,7 @@ const { values } = parseArgs({
     backend: { type: 'string', default: 'postgres' },
     database: { type: 'string' },
     exact: { type: 'string' },
+    warm: { type: 'string', default: '300' },
   },
 });
 if (!values.data) {
@@ -49,7 +53,11 @@ if (!values.data) {
 const sizes = values.sizes!.split(',').map(Number).sort((a, b) => a - b);
 const read = <T>(f: string) => readFileSync(path.join(values.data!, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
 const turns = read<{ content: string }>('memories.jsonl');
-const questions = read<{ question: string }>('queries.jsonl').slice(0, Number(values.queries));
+const allQuestions = read<{ question: string }>('queries.jsonl');
+const questions = allQuestions.slice(0, Number(values.queries));
+// Asked first and not timed: the split's last questions, none of them among those measured unless
+// there are too few, so the warm-up does not hand the measured ones the pages they will read.
+const warmUp = allQuestions.slice(Math.max(questions.length, allQuestions.length - Number(values.warm)));
 
 const secret = `bench-biguser-${randomUUID()}-${randomUUID()}`;
 const env = { AUTH_JWT_SECRET: secret, LOG_LEVEL: 'silent', REQUEST_TIMEOUT_MS: '600000', EMBEDDINGS: process.env.EMBEDDINGS ?? 'lexical', EMBEDDING_DIMENSIONS: process.env.EMBEDDING_DIMENSIONS };
@@ -113,7 +121,7 @@ try {
       const all = existsSync(values.exact) ? (JSON.parse(readFileSync(values.exact, 'utf8')) as Record<string, string[][]>) : {};
       writeFileSync(values.exact, JSON.stringify({ ...all, [cacheKey]: exacts.map((e) => [...e]) }));
     }
-    for (const q of questions.slice(0, 10)) await (await request('/memories/recall', { query: q.question, limit: 10 })).text();
+    for (const q of warmUp.length > 0 ? warmUp : questions.slice(0, Number(values.warm))) await (await request('/memories/recall', { query: q.question, limit: 10 })).text();
     for (const [i, q] of questions.entries()) {
       const t = performance.now();
       const res = await request('/memories/recall', { query: q.question, limit: 10 });
