@@ -75,6 +75,8 @@ export function termsByLexeme(terms: ReadonlyArray<readonly string[]>): Map<stri
   return termsOf;
 }
 
+const NO_TERMS: readonly number[] = [];
+
 /**
  * Every given document's BM25 for a query given as terms, each a set of lexemes. Documents that
  * share no term with the query may be left out: they score 0 and do not change any df.
@@ -92,24 +94,45 @@ export function bm25Scores(
 ): Map<string, number> {
   const averageLength = Math.max(1, collection.averageLength);
   const termsOf = termsByLexeme(terms);
-  const df = new Array<number>(terms.length).fill(0);
-  // Per document, its terms' frequencies: a term index → tf map, filled in one pass over its lexemes.
-  const tfsOf = documents.map((d) => {
-    const tfs = new Map<number, number>();
+  const termCount = terms.length;
+  // Each document's terms and tfs, in the terms' order, laid end to end (a document's run from
+  // starts[i]): no Map or sorted key list a document, which at ~1,000 documents a request were most
+  // of recall's garbage (and its GC pauses, its tail).
+  const starts = new Int32Array(documents.length + 1);
+  const termAt: number[] = [];
+  const tfAt: number[] = [];
+  const tf = new Float64Array(termCount);
+  const seenIn = new Int32Array(termCount);
+  const held = new Int32Array(termCount);
+  const df = new Array<number>(termCount).fill(0);
+  documents.forEach((d, i) => {
+    let count = 0;
     for (const [lexeme, occurrences] of d.lexemes) {
-      for (const index of termsOf.get(lexeme) ?? []) tfs.set(index, (tfs.get(index) ?? 0) + occurrences);
+      for (const index of termsOf.get(lexeme) ?? NO_TERMS) {
+        if (seenIn[index] !== i + 1) {
+          seenIn[index] = i + 1;
+          tf[index] = 0;
+          held[count++] = index;
+        }
+        tf[index]! += occurrences;
+      }
     }
-    for (const [index, tf] of tfs) if (tf > 0) df[index]!++;
-    return tfs;
+    if (count > 1) held.subarray(0, count).sort();
+    for (let k = 0; k < count; k++) {
+      const index = held[k]!;
+      if (tf[index]! > 0) df[index]!++;
+      termAt.push(index);
+      tfAt.push(tf[index]!);
+    }
+    starts[i + 1] = termAt.length;
   });
   const idf = df.map((n, index) => (n === 0 ? 0 : bm25Idf(Math.max(collection.documents, n), termDocumentFrequency(n, terms[index]!, collection))));
   const scores = new Map<string, number>();
   documents.forEach((d, i) => {
-    const tfs = tfsOf[i]!;
     let score = 0;
-    for (const index of [...tfs.keys()].sort((x, y) => x - y)) {
-      const tf = tfs.get(index)!;
-      if (tf > 0) score += idf[index]! * bm25TermFrequency(tf, d.length, averageLength, k1, b);
+    for (let k = starts[i]!; k < starts[i + 1]!; k++) {
+      const frequency = tfAt[k]!;
+      if (frequency > 0) score += idf[termAt[k]!]! * bm25TermFrequency(frequency, d.length, averageLength, k1, b);
     }
     scores.set(d.id, score);
   });
