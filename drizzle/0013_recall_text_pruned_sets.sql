@@ -8,11 +8,14 @@
 -- keeps one of each and cuts its words to the query's.
 --
 -- p_set_terms[i] lists the terms of p_sets[i] (a tsquery) separated by chr(2), so that one set can
--- be told to hold another. The plan of the per-set read is the generic one, made once per session,
--- as the previous function's lateral read was: a bitmap scan of the GIN index, whatever the term.
+-- be told to hold another (a set of no terms is ignored: it would be held by every other). The
+-- per-set read is planned once per session, generically, as a bitmap scan of the GIN index whatever
+-- the term, as the previous function's lateral read was; sequential scans are ruled out, as a plan
+-- made while the table was small would otherwise keep scanning it whole after it has grown. STABLE:
+-- every set is read in one snapshot, which the skipping relies on.
 CREATE OR REPLACE FUNCTION engram_recall_text_rows(p_user_id text, p_sets text[], p_set_terms text[], p_per_set integer, p_as_of timestamptz, p_now timestamptz)
 RETURNS TABLE (id uuid, search_text tsvector)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp SET enable_indexscan = off SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp SET enable_indexscan = off SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   term_set record;
   read_whole text[] := '{}';
@@ -21,6 +24,7 @@ BEGIN
   FOR term_set IN
     SELECT s.query::tsquery AS query, string_to_array(s.terms, chr(2)) AS terms
     FROM unnest(p_sets, p_set_terms) AS s(query, terms)
+    WHERE s.terms <> ''
     ORDER BY cardinality(string_to_array(s.terms, chr(2))), s.terms
   LOOP
     CONTINUE WHEN EXISTS (SELECT 1 FROM unnest(read_whole) AS w(terms) WHERE string_to_array(w.terms, chr(2)) <@ term_set.terms);
