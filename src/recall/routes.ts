@@ -24,7 +24,7 @@ however important or recent; a user with at most 100 memories in scope has all o
 ranked. The work is bounded: only the query's first 32 distinct lexemes rank. A scope of
 at most 2,000 memories is scanned whole; a larger one is answered over all of it through
 indexes: the text arm reads, for each set of the query's words (each word held by at most
-2,000 of the user's memories, all of them, all but one, all but two), the 300 newest
+1,000 of the user's memories, all of them, all but one, all but two), the 300 newest
 memories holding it, with BM25's statistics from all of the user's current memories; the
 vector arm compares every memory's quantized embedding and re-ranks the nearest 400 by
 cosine (with the offline lexical embedder, whose vectors are its words' features, only when
