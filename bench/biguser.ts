@@ -50,6 +50,10 @@ if (!values.data) {
   process.stderr.write('bench biguser: --data <folder of the LoCoMo split> is required\n');
   process.exit(2);
 }
+if (!/^\d+$/.test(values.warm!)) {
+  process.stderr.write('bench biguser: --warm takes a number of questions\n');
+  process.exit(2);
+}
 const sizes = values.sizes!.split(',').map(Number).sort((a, b) => a - b);
 const read = <T>(f: string) => readFileSync(path.join(values.data!, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
 const turns = read<{ content: string }>('memories.jsonl');
