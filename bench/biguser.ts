@@ -10,7 +10,10 @@
  *   kept database between runs, as the scans take minutes at 100,000; --warm: how many other
  *   questions are asked first, untimed, so that the pool's database sessions are measured as a
  *   running service's are, not as new ones: a PostgreSQL backend's first touch of each page of
- *   shared buffers is a page fault, ~7 µs each on the 2-core VM the README's figures come from)
+ *   shared buffers is a page fault, ~7 µs each on the 2-core VM the README's figures come from;
+ *   --against <checkout>: another build's checkout, opened in this process on the same --database
+ *   and asked each measured question in turn with this one, the order alternating, so that both
+ *   meet the same moments of the machine: runs drift by a third within the hour here)
  *
  * One user's memories are LoCoMo's turns (all conversations, cycled, each copy numbered so that no
  * two are the same fact), stored through `POST /memories` in batches of 1,000 with the service's
@@ -24,6 +27,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { signDevToken } from '../src/auth/sign.js';
 import { minRelevanceFor } from '../src/config.js';
@@ -44,10 +48,15 @@ const { values } = parseArgs({
     database: { type: 'string' },
     exact: { type: 'string' },
     warm: { type: 'string', default: '300' },
+    against: { type: 'string' },
   },
 });
 if (!values.data) {
   process.stderr.write('bench biguser: --data <folder of the LoCoMo split> is required\n');
+  process.exit(2);
+}
+if (values.against && !values.database) {
+  process.stderr.write('bench biguser: --against needs --database, the one both builds read\n');
   process.exit(2);
 }
 if (!/^\d+$/.test(values.warm!)) {
@@ -71,12 +80,30 @@ const start = Date.UTC(2020, 0, 1);
 let benchNow = new Date(start);
 const { runtime, vacuum: analyze, close } = await openBenchRuntime(env, { backend: values.backend!, database: values.database, clock: () => benchNow });
 
+// The other build's runtime, from its own checkout, on the same database.
+const against = values.against
+  ? await ((await import(pathToFileURL(path.resolve(values.against, 'bench/bench-runtime.ts')).href)) as typeof import('./bench-runtime.js')).openBenchRuntime(env, {
+      backend: values.backend!,
+      database: values.database,
+      clock: () => benchNow,
+    })
+  : undefined;
+
 const tenant = 'bench-biguser';
 const user = 'u';
 const token = await signDevToken({ secret, issuer: 'memory-layer', audience: 'memory-api', tenantClaim: 'tenant_id', tenant, user, scope: 'memories:read memories:write', ttlSeconds: 86400 });
-const request = (route: string, body: unknown) => {
+const requestOf = (app: typeof runtime.app) => (route: string, body: unknown) => {
   const json = JSON.stringify(body);
-  return runtime.app.request(route, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)) }, body: json });
+  return app.request(route, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)) }, body: json });
+};
+const request = requestOf(runtime.app);
+const requestAgainst = against ? requestOf(against.runtime.app) : undefined;
+/** One recall's time and the ids it answered. */
+const recallOnce = async (ask: typeof request, question: string) => {
+  const t = performance.now();
+  const res = await ask('/memories/recall', { query: question, limit: 10 });
+  const body = (await res.json()) as { memories: Array<{ id: string }> };
+  return { ms: performance.now() - t, ids: new Set(body.memories.map((m) => m.id)) };
 };
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 
@@ -125,23 +152,43 @@ try {
       const all = existsSync(values.exact) ? (JSON.parse(readFileSync(values.exact, 'utf8')) as Record<string, string[][]>) : {};
       writeFileSync(values.exact, JSON.stringify({ ...all, [cacheKey]: exacts.map((e) => [...e]) }));
     }
-    for (const q of warmUp.length > 0 ? warmUp : questions.slice(0, Number(values.warm))) await (await request('/memories/recall', { query: q.question, limit: 10 })).text();
+    for (const q of warmUp.length > 0 ? warmUp : questions.slice(0, Number(values.warm))) {
+      await recallOnce(request, q.question);
+      if (requestAgainst) await recallOnce(requestAgainst, q.question);
+    }
+    const share = (exact: Set<string>, got: Set<string>) => (exact.size === 0 ? 1 : [...exact].filter((id) => got.has(id)).length / exact.size);
+    const otherLatencies: number[] = [];
+    const ratios: number[] = [];
+    let otherOverlap = 0;
     for (const [i, q] of questions.entries()) {
-      const t = performance.now();
-      const res = await request('/memories/recall', { query: q.question, limit: 10 });
-      const body = (await res.json()) as { memories: Array<{ id: string }> };
-      latencies.push(performance.now() - t);
-      const exact = exacts[i]!;
-      const got = new Set(body.memories.map((m) => m.id));
-      overlap += exact.size === 0 ? 1 : [...exact].filter((id) => got.has(id)).length / exact.size;
+      // With another build, each question goes to both, the first of the pair alternating.
+      const otherFirst = requestAgainst !== undefined && i % 2 === 1;
+      const before = otherFirst ? await recallOnce(requestAgainst, q.question) : undefined;
+      const mine = await recallOnce(request, q.question);
+      const theirs = before ?? (requestAgainst ? await recallOnce(requestAgainst, q.question) : undefined);
+      latencies.push(mine.ms);
+      overlap += share(exacts[i]!, mine.ids);
+      if (theirs) {
+        otherLatencies.push(theirs.ms);
+        ratios.push(mine.ms / theirs.ms);
+        otherOverlap += share(exacts[i]!, theirs.ids);
+      }
     }
     latencies.sort((a, b) => a - b);
     scans.sort((a, b) => a - b);
     process.stdout.write(
       `${String(size).padStart(7)} memories: ${Number.isNaN(rate) ? 'already loaded' : `bulk insert ${Math.round(rate)}/s`}; recall limit 10 p50 ${percentile(latencies, 50).toFixed(2)} ms, p95 ${percentile(latencies, 95).toFixed(2)} ms; recall@10 vs exact ${(overlap / questions.length).toFixed(3)}; ${scans.length === 0 ? 'exact answers from --exact' : `the exact scan (in-process, no HTTP) p50 ${percentile(scans, 50).toFixed(2)} ms, p95 ${percentile(scans, 95).toFixed(2)} ms`}\n`,
     );
+    if (against) {
+      otherLatencies.sort((a, b) => a - b);
+      ratios.sort((a, b) => a - b);
+      process.stdout.write(
+        `         against ${values.against}: p50 ${percentile(otherLatencies, 50).toFixed(2)} ms, p95 ${percentile(otherLatencies, 95).toFixed(2)} ms; recall@10 vs exact ${(otherOverlap / questions.length).toFixed(3)}; this build's time over that one's, question by question, median ${percentile(ratios, 50).toFixed(3)}\n`,
+      );
+    }
   }
   process.stdout.write(`load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}\n`);
 } finally {
+  await against?.close();
   await close();
 }
