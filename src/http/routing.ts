@@ -92,11 +92,16 @@ export function validationError(issues: ReadonlyArray<z.core.$ZodIssue>, what: s
   return new DomainError('validation_failed', message, { errors });
 }
 
-/** Reads the body strictly and hands zod the parsed value (Hono's validator reads bodyCache.json). */
-function strictJsonBody(): MiddlewareHandler<AppEnv> {
+/**
+ * Reads the body strictly and hands Hono's validator the parsed value as the request's json().
+ * Hono's own json() re-reads its cached text, and without one it rebuilds the body as a Response and
+ * parses it again: a second parse and a Response on every request.
+ */
+export function strictJsonBody(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const value = await readStrictJson(c);
-    c.req.bodyCache.json = Promise.resolve(value);
+    const parsed = Promise.resolve(value);
+    c.req.json = <T>() => parsed as Promise<T>;
     await next();
   };
 }
