@@ -5,6 +5,7 @@ import OpenAI, {
   APIUserAbortError,
 } from 'openai';
 import type { Config } from '../config.js';
+import { createKeepAliveFetch } from './keep-alive-fetch.js';
 import { outcomeOfError, report } from './observe.js';
 import { ProviderOutputError, ProviderUnavailableError, type Embedder, type ModelCallObserver, type ModelCallOutcome, type Usage } from './types.js';
 
@@ -176,5 +177,6 @@ export function createOpenAIClient(llm: Config['llm']): OpenAI {
     timeout: llm.timeoutMs,
     // The job queue owns retries (with backoff and attempt limits); SDK retries would multiply them.
     maxRetries: 0,
+    fetch: createKeepAliveFetch(),
   });
 }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { createEmbedder } from '../../src/llm/embedders.js';
@@ -70,8 +70,9 @@ afterEach(() => {
   handler = workingHandler;
 });
 
+/** The client the service builds, so these tests go through its fetch too. */
 function client(timeout = 5_000): OpenAI {
-  return new OpenAI({ apiKey: 'test-key', baseURL, maxRetries: 0, timeout });
+  return createOpenAIClient(llmConfig({ apiKey: 'test-key', baseUrl: baseURL, remote: true, timeoutMs: timeout }));
 }
 
 describe('OpenAIEmbedder', () => {
@@ -187,7 +188,7 @@ describe('OpenAIEmbedder', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const unreachable = new OpenAI({ apiKey: 'k', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0, timeout: 2_000 });
+    const unreachable = createOpenAIClient(llmConfig({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, remote: true, timeoutMs: 2_000 }));
     const embedder = new OpenAIEmbedder({ client: unreachable, model: 'embed-test', dimensions: 4 });
     const error = await embedder.embed(['x']).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProviderUnavailableError);
