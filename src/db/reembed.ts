@@ -4,6 +4,7 @@ import type { Embedder } from '../llm/types.js';
 import { query, type Database } from './client.js';
 import { readStoredEmbedding, sameSpec, writeEmbedderRecord } from './embedder-record.js';
 import { withTenant } from './tenant.js';
+import { vectorText } from './vector-text.js';
 
 export interface ReembedProgress {
   done: number;
@@ -75,7 +76,7 @@ export async function reembedDatabase(database: Database, embedder: Embedder, ta
         );
         const vectors = await embedder.embed(rowsOfGroup.map((r) => r.content));
         for (let i = 0; i < rowsOfGroup.length; i++) {
-          await tx.execute(sql`update memories set embedding = ${`[${vectors[i]!.join(',')}]`}::vector where tenant_id = ${group.tenantId} and id = ${rowsOfGroup[i]!.id}::uuid`);
+          await tx.execute(sql`update memories set embedding = ${vectorText(vectors[i]!)}::vector where tenant_id = ${group.tenantId} and id = ${rowsOfGroup[i]!.id}::uuid`);
         }
         const last = group.ids[group.ids.length - 1]!;
         await tx.execute(sql`update engram_embedder set resume_tenant = ${group.tenantId}, resume_id = ${last}::uuid, updated_at = now() where id = 1`);

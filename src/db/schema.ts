@@ -12,6 +12,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { vectorText } from './vector-text.js';
 
 /**
  * pgvector column without a fixed dimension: EMBEDDING_DIMENSIONS is configuration, not schema.
@@ -22,7 +23,7 @@ export const vector = customType<{ data: number[]; driverData: string }>({
     return 'vector';
   },
   toDriver(value) {
-    return `[${value.join(',')}]`;
+    return vectorText(value);
   },
   fromDriver(value) {
     return typeof value === 'string' ? (JSON.parse(value) as number[]) : (value as number[]);

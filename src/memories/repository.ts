@@ -1,5 +1,6 @@
 import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { queryText, rowsOf, type Db } from '../db/client.js';
+import { vectorText } from '../db/vector-text.js';
 import { erasures, memories, memoryEvents, type MemoryMetadata } from '../db/schema.js';
 import type { MemoryFields } from './schemas.js';
 import { expiredOfUserErasure } from '../governance/retention.js';
@@ -116,7 +117,7 @@ export async function insertMemories(tx: Db, rows: NewMemoryRow[]): Promise<Arra
     row.runId,
     row.content,
     row.contentHash,
-    `[${row.embedding.join(',')}]`,
+    vectorText(row.embedding),
     row.importance,
     row.category,
     JSON.stringify(row.metadata),
@@ -382,7 +383,7 @@ export interface SimilarMemory {
 export async function findSimilarCurrent(tx: Db, tenantId: string, userId: string, vectors: number[][], k: number): Promise<SimilarMemory[]> {
   if (vectors.length === 0) return [];
   const values = sql.join(
-    vectors.map((v, i) => sql`(${i}::int, ${`[${v.join(',')}]`}::vector)`),
+    vectors.map((v, i) => sql`(${i}::int, ${vectorText(v)}::vector)`),
     sql`, `,
   );
   const rows = rowsOf<{ query_index: number; id: string; content: string; occurred_at: Date | string; importance: number; category: string | null; similarity: number | string }>(

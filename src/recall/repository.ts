@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { query, queryText, type Db } from '../db/client.js';
+import { vectorText } from '../db/vector-text.js';
 import { memoryFromRow, type RawMemoryRow } from '../memories/repository.js';
 import type { MemoryFields } from '../memories/schemas.js';
 import { bm25Scores, parseTsvector, queryTerms, type QueryLexeme } from './bm25.js';
@@ -283,7 +284,7 @@ function scanStatementText(q: SignalsQuery): string {
 const vectorLiterals = new WeakMap<readonly number[], string>();
 function vectorLiteral(embedding: readonly number[]): string {
   let text = vectorLiterals.get(embedding);
-  if (text === undefined) vectorLiterals.set(embedding, (text = `[${embedding.join(',')}]`));
+  if (text === undefined) vectorLiterals.set(embedding, (text = vectorText(embedding)));
   return text;
 }
 
