@@ -22,7 +22,7 @@ embeddings, whatever their words. The pool does not depend on \`limit\`, so a sm
 returns the first memories of a larger one. A memory neither arm brings is not ranked,
 however important or recent; a user with at most 100 memories in scope has all of them
 ranked. The work is bounded: only the query's first 32 distinct lexemes rank. A scope of
-at most 2,000 memories is scanned whole; a larger one is answered over all of it through
+at most 1,000 memories is scanned whole; a larger one is answered over all of it through
 indexes: the text arm reads, for each set of the query's words (each word held by at most
 1,000 of the user's memories, all of them, all but one, all but two), the 300 newest
 memories holding it, with BM25's statistics from all of the user's current memories; the

@@ -52,7 +52,7 @@ export const RECALL_MAX_TERMS = 32;
  * findLargeScopeSignals: quantized vectors re-ranked, the text arm through the GIN index), measured
  * with `npm run bench -- scale` and `npm run bench -- locomo`; see the README's "Recall".
  */
-export const RECALL_SCAN_LIMIT = 2000;
+export const RECALL_SCAN_LIMIT = 1000;
 
 /**
  * How recall reads a scope: `scan` every memory of it (the newest RECALL_SCAN_LIMIT when it holds

@@ -331,16 +331,18 @@ describe('recall strategy by the size of the scope', () => {
     expect(holding(got)).toEqual([ids[3]!, ids[4]!].sort());
   });
 
-  // 2,001 memories: on PostgreSQL only, where it takes a few seconds (the embedded backend is checked
-  // by the test above, with a small scan limit).
+  // One more than the scan limit: on PostgreSQL only, where it takes a few seconds (the embedded
+  // backend is checked by the test above, with a small scan limit).
   it.skipIf(TEST_BACKEND === 'pglite')(`through the API: a user crossing ${RECALL_SCAN_LIMIT} memories keeps being answered, the oldest included`, async () => {
     const big = 'erin';
     const bigToken = await tokenFor({ tenant, user: big });
     const oldest = { content: 'Erin keeps a qxvintage zoetrope in the attic', occurred_at: day(0) };
     const filler = (from: number, n: number) =>
       Array.from({ length: n }, (_, i) => ({ content: `Erin note ${from + i}: ${WORDS[(from + i) % 12]} on a regular day`, occurred_at: day(1 + from + i) }));
-    for (const batch of [[oldest, ...filler(0, 999)], filler(999, RECALL_SCAN_LIMIT - 1000)]) {
-      const res = await app.call('POST', '/memories', { token: bigToken, body: { memories: batch } });
+    // Exactly the scan limit, sent in batches of at most 1,000 (an add's largest).
+    const all = [oldest, ...filler(0, RECALL_SCAN_LIMIT - 1)];
+    for (let start = 0; start < all.length; start += 1000) {
+      const res = await app.call('POST', '/memories', { token: bigToken, body: { memories: all.slice(start, start + 1000) } });
       expect(res.status).toBe(201);
     }
     const ask = async () => {
