@@ -158,11 +158,15 @@ export function connectionError(code: string, message: string): Error {
   return Object.assign(new Error(message), { code });
 }
 
-/** True when an error (or any error in its cause chain) means the database could not be reached. */
+/**
+ * True when an error (or an error in its cause chain) means the database could not be reached.
+ * The first error in the chain that names a code of its own decides: a model provider's error
+ * wrapping a refused connection (its cause's ECONNREFUSED) is the provider's, not the database's.
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; current && depth < 6; depth++) {
-    if (typeof current === 'object' && 'code' in current && UNAVAILABLE_CODES.has(String(current.code))) return true;
+    if (typeof current === 'object' && 'code' in current && current.code != null) return UNAVAILABLE_CODES.has(String(current.code));
     current = typeof current === 'object' && 'cause' in current ? current.cause : undefined;
   }
   return false;

@@ -1,7 +1,7 @@
 import { HTTPException } from 'hono/http-exception';
 import type { TokenVerifier } from '../auth/verifier.js';
 import { isDataException, isDatabaseUnavailable, sqlState } from '../db/client.js';
-import { ProviderOutputError, ProviderUnavailableError } from '../llm/types.js';
+import { ProviderOutputError, ProviderRejectedError, ProviderUnavailableError } from '../llm/types.js';
 import { registerMemoryRoutes } from '../memories/routes.js';
 import { registerRecallRoutes } from '../recall/routes.js';
 import { DomainError } from '../shared/errors.js';
@@ -112,6 +112,7 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
   if (error instanceof HTTPException) {
     if (error.status === 413) return new DomainError('payload_too_large', 'the body is too large');
     if (error.status === 400) return new DomainError('malformed_json', error.message || 'the request is malformed');
+    if (error.status === 415) return new DomainError('unsupported_media_type', 'the body must be application/json (UTF-8)');
   }
   // The request's deadline (shared/timeout.ts): a write rolled back once the request was answered
   // 503, or a statement cancelled at its bound (statement_timeout, 57014); either way rolled back.
@@ -129,6 +130,11 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
     services.logger.warn({ requestId, err: errorSummary(error) }, 'database refused a value of the request');
     const message = 'a value in the request is outside what the database can store';
     return new DomainError('validation_failed', message, { errors: [{ path: '', message }] });
+  }
+  if (error instanceof ProviderRejectedError) {
+    // A refused key, model or dimension: the operator's to fix, and the same request fails again until then.
+    services.logger.error({ requestId, code: error.code, status: error.status, cause: error.message }, 'model provider refused the request');
+    return new DomainError('unavailable', 'the embedding provider refused the request; the operator has to fix its configuration');
   }
   if (error instanceof ProviderUnavailableError || error instanceof ProviderOutputError) {
     // Our own wording of the provider's failure (never the texts sent): the operator needs the cause.

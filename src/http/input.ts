@@ -69,8 +69,10 @@ function findForbiddenKeys(value: unknown, path: PropertyKey[] = [], found: Fiel
  * lone surrogates and `__proto__` keys. Never a 500.
  */
 export async function readStrictJson(c: Context): Promise<unknown> {
-  const contentType = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (!JSON_MEDIA_TYPE.test(contentType)) throw new DomainError('unsupported_media_type', 'the body must be application/json');
+  const [mediaType = '', ...parameters] = (c.req.header('content-type') ?? '').split(';');
+  if (!JSON_MEDIA_TYPE.test(mediaType.trim().toLowerCase()) || !parameters.every(isUtf8Parameter)) {
+    throw new DomainError('unsupported_media_type', 'the body must be application/json (UTF-8)');
+  }
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   let text: string;
   try {
@@ -101,3 +103,13 @@ export async function readStrictJson(c: Context): Promise<unknown> {
 
 /** application/json or application/<something>+json: the types Hono's JSON validator reads too. */
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/;
+
+/**
+ * A media type parameter as Hono's route validator accepts it (`name=value`), and a charset, if
+ * named, UTF-8: the body is decoded as UTF-8 whatever it says, so another charset is refused.
+ */
+function isUtf8Parameter(parameter: string): boolean {
+  const match = /^\s*([A-Za-z0-9-]+)=("?)([^";]+)\2\s*$/.exec(parameter);
+  if (!match) return false;
+  return match[1]!.toLowerCase() !== 'charset' || /^utf-?8$/i.test(match[3]!);
+}

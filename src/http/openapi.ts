@@ -191,8 +191,8 @@ const PROBLEMS: Record<string, ProblemResponse> = {
     status: 415,
     code: 'unsupported_media_type',
     title: 'Unsupported media type',
-    detail: 'the body must be application/json',
-    description: 'The body is not `application/json` (or `application/*+json`).',
+    detail: 'the body must be application/json (UTF-8)',
+    description: 'The body is not `application/json` (or `application/*+json`), its media type has a parameter that is not `name=value`, or it names a charset other than UTF-8.',
   },
   TooManyRequests: {
     status: 429,
@@ -207,7 +207,7 @@ const PROBLEMS: Record<string, ProblemResponse> = {
     code: 'unavailable',
     title: 'Service unavailable',
     detail: 'the database is unavailable; retry later',
-    description: 'A dependency (the database, Redis or the model provider) is unreachable; retry later.',
+    description: 'A dependency (the database, Redis or the model provider) is unreachable; retry later. Also when the model provider refuses the request (a rejected key, model or dimension: `detail` says so), which fails the same way until its configuration is fixed.',
     headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfterOptional' } },
   },
 };

@@ -35,8 +35,9 @@ export function createKeepAliveFetch(): typeof fetch {
     try {
       return await send(request);
     } catch (error) {
-      // A kept-alive connection the server closed while it sat idle fails as soon as it is reused,
-      // before the server saw anything: the one failure that is safe to send again, once, anew.
+      // A kept-alive connection the server closed while it sat idle fails as soon as it is reused:
+      // sent again once, on a new one. A server that died after reading the request fails the same
+      // way; a model call changes nothing but its cost, so a rare second call is the price.
       if (error instanceof StaleConnectionError) return send(request);
       throw error;
     }

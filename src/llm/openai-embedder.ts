@@ -7,7 +7,7 @@ import OpenAI, {
 import type { Config } from '../config.js';
 import { createKeepAliveFetch } from './keep-alive-fetch.js';
 import { outcomeOfError, report } from './observe.js';
-import { ProviderOutputError, ProviderUnavailableError, type Embedder, type ModelCallObserver, type ModelCallOutcome, type Usage } from './types.js';
+import { ProviderOutputError, ProviderRejectedError, ProviderUnavailableError, type Embedder, type ModelCallObserver, type ModelCallOutcome, type Usage } from './types.js';
 
 export interface OpenAIEmbedderOptions {
   client: OpenAI;
@@ -160,8 +160,12 @@ function mapEmbeddingError(error: unknown, model: string): Error {
         cause: error,
       });
     }
-    return new Error(`embedding request to ${model} rejected with HTTP ${status}: ${error.message}`, { cause: error });
+    return new ProviderRejectedError('embedding_rejected', status, `embedding request to ${model} rejected with HTTP ${status}: ${error.message}`, {
+      cause: error,
+    });
   }
+  // The SDK parses a JSON answer itself; a body that is not JSON fails there.
+  if (error instanceof SyntaxError) return new ProviderOutputError(`embedding model ${model} answered with a body that is not JSON`, { cause: error });
   return error instanceof Error ? error : new Error(String(error));
 }
 

@@ -44,6 +44,20 @@ export class ProviderUnavailableError extends Error {
   }
 }
 
+/** The endpoint refused to serve the request (a 4xx but 408/429): sent again unchanged, it fails the same way. */
+export class ProviderRejectedError extends Error {
+  readonly retryable = false;
+  constructor(
+    readonly code: 'embedding_rejected',
+    readonly status: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ProviderRejectedError';
+  }
+}
+
 /** The model answered, but not with what was asked for (after the allowed correction retry). */
 export class ProviderOutputError extends Error {
   readonly retryable = true;

@@ -98,6 +98,10 @@ const writes: Case[] = [
   { name: 'text/plain', method: 'POST', path: '/memories', json: one('x'), contentType: 'text/plain', status: 415, code: 'unsupported_media_type' },
   { name: 'no content type', method: 'POST', path: '/memories', json: one('x'), contentType: null, status: 415, code: 'unsupported_media_type' },
   { name: 'a form body', method: 'POST', path: '/memories', raw: 'content=x', contentType: 'application/x-www-form-urlencoded', status: 415, code: 'unsupported_media_type' },
+  { name: 'a media type parameter with no value', method: 'POST', path: '/memories', json: one('x'), contentType: 'application/json;charset', status: 415, code: 'unsupported_media_type' },
+  { name: 'an empty media type parameter', method: 'POST', path: '/memories/recall', json: { query: 'diary' }, contentType: 'application/json; ;;;=', status: 415, code: 'unsupported_media_type' },
+  { name: 'a +json type the route validator does not read', method: 'POST', path: '/memories', json: one('x'), contentType: 'application/vnd.v2+json', status: 415, code: 'unsupported_media_type' },
+  { name: 'a charset other than UTF-8', method: 'POST', path: '/memories', json: one('x'), contentType: 'application/json; charset=utf-16', status: 415, code: 'unsupported_media_type' },
   { name: 'text/plain on PATCH', method: 'PATCH', path: patchPath, json: { content: 'x' }, contentType: 'text/plain', status: 415, code: 'unsupported_media_type' },
   // Characters that cannot be stored
   { name: 'a NUL in content', method: 'POST', path: '/memories', raw: '{"memories":[{"content":"a\\u0000b"}]}', status: 400, code: 'validation_failed', errorPath: '/memories/0/content', errorMessage: /NUL/ },

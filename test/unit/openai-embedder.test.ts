@@ -6,7 +6,7 @@ import type { Config } from '../../src/config.js';
 import { createEmbedder } from '../../src/llm/embedders.js';
 import { LexicalEmbedder } from '../../src/llm/lexical-embedder.js';
 import { OpenAIEmbedder, createOpenAIClient } from '../../src/llm/openai-embedder.js';
-import { ProviderOutputError, ProviderUnavailableError, emptyUsage } from '../../src/llm/types.js';
+import { ProviderOutputError, ProviderRejectedError, ProviderUnavailableError, emptyUsage } from '../../src/llm/types.js';
 
 interface EmbeddingRequest {
   model: string;
@@ -168,7 +168,8 @@ describe('OpenAIEmbedder', () => {
     handler = (_body, res) => sendJson(res, 400, { error: { message: 'dimensions not supported', type: 'invalid_request_error' } });
     const embedder = new OpenAIEmbedder({ client: client(), model: 'embed-test', dimensions: 4 });
     const error = await embedder.embed(['x']).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(Error);
+    expect(error).toBeInstanceOf(ProviderRejectedError);
+    expect((error as ProviderRejectedError).status).toBe(400);
     expect(error).not.toBeInstanceOf(ProviderUnavailableError);
     expect(error).not.toHaveProperty('retryable', true);
     expect((error as Error).message).toMatch(/HTTP 400/);
