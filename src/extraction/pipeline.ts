@@ -434,6 +434,7 @@ const PUBLIC_MESSAGES: Record<string, string> = {
   llm_request_rejected: 'the language model endpoint rejected the request',
   embedding_unavailable: 'the embedding endpoint was unavailable',
   embedding_rejected: 'the embedding endpoint rejected the request',
+  embedding_input_too_long: 'a text was longer than the embedding model accepts',
   database_unavailable: 'the database was unavailable',
   resolution_contended: "the user's memories kept changing while the job decided; it is retried",
   invalid_job_payload: 'the stored job payload is not valid',

@@ -131,6 +131,9 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
     const message = 'a value in the request is outside what the database can store';
     return new DomainError('validation_failed', message, { errors: [{ path: '', message }] });
   }
+  if (error instanceof ProviderRejectedError && error.code === 'embedding_input_too_long') {
+    return new DomainError('validation_failed', 'a text is longer than the embedding model accepts; shorten it or split it');
+  }
   if (error instanceof ProviderRejectedError) {
     // A refused key, model or dimension: the operator's to fix, and the same request fails again until then.
     services.logger.error({ requestId, code: error.code, status: error.status, cause: error.message }, 'model provider refused the request');

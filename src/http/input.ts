@@ -111,5 +111,6 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/;
 function isUtf8Parameter(parameter: string): boolean {
   const match = /^\s*([A-Za-z0-9-]+)=("?)([^";]+)\2\s*$/.exec(parameter);
   if (!match) return false;
-  return match[1]!.toLowerCase() !== 'charset' || /^utf-?8$/i.test(match[3]!);
+  // US-ASCII is a subset of UTF-8.
+  return match[1]!.toLowerCase() !== 'charset' || /^(utf-?8|us-ascii|ascii)$/i.test(match[3]!);
 }

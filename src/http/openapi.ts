@@ -142,7 +142,7 @@ const PROBLEMS: Record<string, ProblemResponse> = {
     code: 'validation_failed',
     title: 'Invalid request',
     detail: 'the body is not valid: /memories/0/content must not be empty',
-    description: 'Malformed JSON, invalid UTF-8, or invalid fields (including NUL characters and lone surrogates); `errors` lists each invalid field. `code` is `validation_failed` or `malformed_json`.',
+    description: 'Malformed JSON, invalid UTF-8, or invalid fields (including NUL characters and lone surrogates); `errors` lists each invalid field. `code` is `validation_failed` or `malformed_json`. Also a text longer than the embedding model accepts, as its provider says (no `errors` then).',
   },
   Unauthorized: {
     status: 401,

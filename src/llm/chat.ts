@@ -109,6 +109,11 @@ export class StructuredChat {
       observe(outcomeOfError(error));
       throw mapChatError(error, this.model);
     }
+    // A compatible server may answer valid JSON of another shape (even `null`): invalid output, as a wrong answer is.
+    if (typeof completion !== 'object' || completion === null) {
+      observe('invalid_output');
+      return { ok: false, error: 'the endpoint answered without a chat completion', answer: '' };
+    }
     const promptTokens = completion.usage?.prompt_tokens ?? 0;
     const completionTokens = completion.usage?.completion_tokens ?? 0;
     request.usage.promptTokens += promptTokens;
@@ -204,5 +209,7 @@ export function mapChatError(error: unknown, model: string): Error {
       cause: error,
     });
   }
+  // The SDK parses the answer itself; a body that is not JSON fails there.
+  if (error instanceof SyntaxError) return new ProviderOutputError(`chat endpoint of ${model} answered with a body that is not JSON`, { cause: error });
   return error instanceof Error ? error : new Error(String(error));
 }

@@ -76,7 +76,8 @@ export class OpenAIEmbedder implements Embedder {
       observe(outcomeOfError(error));
       throw mapEmbeddingError(error, this.model);
     }
-    const promptTokens = response.usage?.prompt_tokens ?? 0;
+    // Valid JSON of another shape (even `null`) is invalid output, checked in vectorsOf.
+    const promptTokens = (response as Partial<OpenAI.Embeddings.CreateEmbeddingResponse> | null)?.usage?.prompt_tokens ?? 0;
     if (usage) usage.promptTokens += promptTokens;
     try {
       const vectors = this.vectorsOf(response, batch.length);
@@ -90,7 +91,7 @@ export class OpenAIEmbedder implements Embedder {
 
   /** The response's vectors in input order, checked and normalised; ProviderOutputError otherwise. */
   private vectorsOf(response: OpenAI.Embeddings.CreateEmbeddingResponse, inputs: number): number[][] {
-    const data = response.data;
+    const data = (response as Partial<OpenAI.Embeddings.CreateEmbeddingResponse> | null)?.data;
     if (!Array.isArray(data) || data.length !== inputs) {
       throw new ProviderOutputError(
         `embedding model ${this.model} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${inputs} inputs`,
@@ -99,6 +100,7 @@ export class OpenAIEmbedder implements Embedder {
     // The API gives each vector its input's index; do not rely on the array order.
     const vectors = new Array<number[] | undefined>(inputs);
     for (const item of data) {
+      if (typeof item !== 'object' || item === null) throw new ProviderOutputError(`embedding model ${this.model} returned an item that is not an object`);
       const index = item.index;
       if (!Number.isInteger(index) || index < 0 || index >= inputs || vectors[index] !== undefined) {
         throw new ProviderOutputError(`embedding model ${this.model} returned an invalid or repeated index ${index}`);
@@ -136,6 +138,9 @@ export class OpenAIEmbedder implements Embedder {
   }
 }
 
+/** How OpenAI and compatible servers (vLLM, TEI, Ollama) word an input longer than the model takes. */
+const TOO_LONG = /context length|maximum (input )?length|too long|too many tokens|maximum.*tokens|exceeds.*tokens/i;
+
 /** Transport trouble becomes retryable; a request the server refuses would fail the same way again. */
 function mapEmbeddingError(error: unknown, model: string): Error {
   if (error instanceof APIUserAbortError) return error;
@@ -160,7 +165,10 @@ function mapEmbeddingError(error: unknown, model: string): Error {
         cause: error,
       });
     }
-    return new ProviderRejectedError('embedding_rejected', status, `embedding request to ${model} rejected with HTTP ${status}: ${error.message}`, {
+    // An input over the model's context is the request's own doing; anything else refused (key, model,
+    // dimensions) is the operator's to fix.
+    const code = status === 413 || (status === 400 && TOO_LONG.test(error.message)) ? 'embedding_input_too_long' : 'embedding_rejected';
+    return new ProviderRejectedError(code, status, `embedding request to ${model} rejected with HTTP ${status}: ${error.message}`, {
       cause: error,
     });
   }

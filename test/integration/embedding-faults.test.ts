@@ -8,7 +8,7 @@ import { startTestApp, tokenFor, uniqueTenant, type TestApp } from '../support/h
  * each failure is answered as the provider's (503 problem+json, never 500 and never "the
  * database"), nothing is stored, and the next request after it recovers succeeds.
  */
-type Mode = 'ok' | 'unauthorized' | 'garbage' | 'reset';
+type Mode = 'ok' | 'unauthorized' | 'garbage' | 'reset' | 'too-long' | 'null' | 'null-item';
 let mode: Mode = 'ok';
 let server: Server;
 let port = 0;
@@ -25,8 +25,14 @@ function listen(): Promise<void> {
         res.writeHead(401, { 'content-type': 'application/json' });
         return res.end('{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}');
       }
+      if (mode === 'too-long') {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        return res.end(`{"error":{"message":"This model's maximum context length is 8192 tokens, however you requested 9000 tokens","type":"invalid_request_error"}}`);
+      }
       res.writeHead(200, { 'content-type': 'application/json' });
       if (mode === 'garbage') return res.end('{"object":"list","data":[');
+      if (mode === 'null') return res.end('null');
+      if (mode === 'null-item') return res.end('{"object":"list","data":[null],"usage":{"prompt_tokens":1,"total_tokens":1}}');
       const inputs = (JSON.parse(body) as { input: string[] }).input;
       const data = inputs.map((text, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 8 }, (_, i) => (i === text.length % 8 ? 1 : 0.1)) }));
       res.end(JSON.stringify({ object: 'list', data, usage: { prompt_tokens: 1, total_tokens: 1 } }));
@@ -94,7 +100,26 @@ describe('an embedding endpoint that fails', () => {
     expectProviderProblem(await add('with a broken answer'), /embedding provider is unavailable/);
     mode = 'ok';
     expect((await add('after the broken answer')).status).toBe(201);
+  });
+
+  it('is answered as the provider when the answer is JSON of another shape', async () => {
+    mode = 'null';
+    expectProviderProblem(await add('answered with null'), /embedding provider is unavailable/);
+    mode = 'null-item';
+    expectProviderProblem(await add('answered with a null item'), /embedding provider is unavailable/);
+    mode = 'ok';
+  });
+
+  it("is the client's mistake when a text is longer than the model takes", async () => {
+    mode = 'too-long';
+    const res = await add('a text the model finds too long');
+    mode = 'ok';
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(res.body.detail).toMatch(/longer than the embedding model accepts/);
     const contents = await stored();
-    for (const failed of ['while it resets', 'with a rejected key', 'with a broken answer']) expect(contents).not.toContain(failed);
+    for (const failed of ['while it resets', 'with a rejected key', 'with a broken answer', 'answered with null', 'answered with a null item', 'a text the model finds too long']) {
+      expect(contents).not.toContain(failed);
+    }
   });
 });

@@ -383,6 +383,15 @@ describe('StructuredChat transport failures', () => {
     expect((error as ProviderUnavailableError).code).toBe('llm_unavailable');
   });
 
+  it('takes an answer that is not JSON, or JSON that is no completion, as invalid output (retryable)', async () => {
+    const garbage = await failure({ rawBody: '{"id":' });
+    expect(garbage).toBeInstanceOf(ProviderOutputError);
+    expect((garbage as ProviderOutputError).retryable).toBe(true);
+    llm.enqueueChat({ rawBody: 'null' });
+    const empty = await failure({ rawBody: 'null' });
+    expect(empty).toBeInstanceOf(ProviderOutputError);
+  });
+
   it('fails a request the server rejects (other 4xx) without marking it retryable', async () => {
     const error = await failure({ status: 400, body: { error: { message: 'response_format is not supported' } } });
     expect(error).toBeInstanceOf(LlmRequestError);

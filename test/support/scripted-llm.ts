@@ -26,6 +26,8 @@ export type ScriptedReply =
   | { content: string; usage?: Partial<TokenUsage>; finishReason?: 'stop' | 'length' }
   /** An HTTP error; `body` defaults to an OpenAI-style error object. */
   | { status: number; body?: unknown; headers?: Record<string, string> }
+  /** A 200 whose whole HTTP body is this text (not JSON, or JSON that is no completion). */
+  | { rawBody: string }
   /** Waits first, e.g. past the client's timeout. */
   | { delayMs: number; then: ScriptedReply };
 
@@ -170,7 +172,7 @@ export async function startScriptedLlm(): Promise<ScriptedLlm> {
   const sendReply = (
     res: ServerResponse,
     reply: ScriptedReply,
-    success: (reply: Exclude<ScriptedReply, { status: number } | { delayMs: number }>) => unknown,
+    success: (reply: Exclude<ScriptedReply, { status: number } | { delayMs: number } | { rawBody: string }>) => unknown,
   ) => {
     if ('delayMs' in reply) {
       const timer = setTimeout(() => {
@@ -178,6 +180,12 @@ export async function startScriptedLlm(): Promise<ScriptedLlm> {
         sendReply(res, reply.then, success);
       }, reply.delayMs);
       timers.add(timer);
+      return;
+    }
+    if ('rawBody' in reply) {
+      if (res.destroyed || res.writableEnded) return;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(reply.rawBody);
       return;
     }
     if ('status' in reply) {
@@ -188,7 +196,7 @@ export async function startScriptedLlm(): Promise<ScriptedLlm> {
     send(res, 200, success(reply));
   };
 
-  const chatCompletion = (body: ChatRequestBody) => (reply: Exclude<ScriptedReply, { status: number } | { delayMs: number }>) => {
+  const chatCompletion = (body: ChatRequestBody) => (reply: Exclude<ScriptedReply, { status: number } | { delayMs: number } | { rawBody: string }>) => {
     const content = 'json' in reply ? JSON.stringify(reply.json) : reply.content;
     const promptTokens = reply.usage?.prompt_tokens ?? tokens(JSON.stringify(body.messages));
     const completionTokens = reply.usage?.completion_tokens ?? tokens(content);
