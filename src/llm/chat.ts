@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { z } from 'zod';
 import { outcomeOfError, report } from './observe.js';
-import { ProviderOutputError, ProviderUnavailableError, type ModelCallObserver, type ModelCallOutcome, type Usage } from './types.js';
+import { ProviderOutputError, ProviderRejectedError, ProviderUnavailableError, type ModelCallObserver, type ModelCallOutcome, type Usage } from './types.js';
 
 export interface StructuredRequest<T> {
   system: string;
@@ -24,20 +24,6 @@ export interface StructuredChatOptions {
   maxCompletionTokens?: number;
   /** Told about every HTTP call (outcome, latency, tokens), for metrics; never sees content. */
   observer?: ModelCallObserver;
-}
-
-/** A refusal by the endpoint to serve the request: retrying it unchanged would fail the same way. */
-export class LlmRequestError extends Error {
-  readonly retryable = false;
-  readonly code = 'llm_request_rejected';
-  constructor(
-    readonly status: number,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'LlmRequestError';
-  }
 }
 
 type Attempt<T> = { ok: true; value: T } | { ok: false; error: string; answer: string };
@@ -205,7 +191,7 @@ export function mapChatError(error: unknown, model: string): Error {
         cause: error,
       });
     }
-    return new LlmRequestError(status, `chat request to ${model} rejected with HTTP ${status}: ${error.message}`, {
+    return new ProviderRejectedError('llm_request_rejected', status, `chat request to ${model} rejected with HTTP ${status}: ${error.message}`, {
       cause: error,
     });
   }

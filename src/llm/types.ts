@@ -48,7 +48,7 @@ export class ProviderUnavailableError extends Error {
 export class ProviderRejectedError extends Error {
   readonly retryable = false;
   constructor(
-    readonly code: 'embedding_rejected' | 'embedding_input_too_long',
+    readonly code: 'llm_request_rejected' | 'embedding_rejected' | 'embedding_input_too_long',
     readonly status: number,
     message: string,
     options?: { cause?: unknown },

@@ -6,9 +6,9 @@ import type { Config } from '../../src/config.js';
 import { EXTRACTION_SCHEMA_NAME, LlmExtractor } from '../../src/extraction/llm-extractor.js';
 import { LlmResolver, RESOLUTION_SCHEMA_NAME, interpretDecisions } from '../../src/extraction/llm-resolver.js';
 import type { CandidateMemory, ExtractedFact, ResolveInput, TranscriptMessage } from '../../src/extraction/types.js';
-import { LlmRequestError, StructuredChat, stripJsonFence } from '../../src/llm/chat.js';
+import { StructuredChat, stripJsonFence } from '../../src/llm/chat.js';
 import { createOpenAIClient } from '../../src/llm/openai-embedder.js';
-import { ProviderOutputError, ProviderUnavailableError, emptyUsage } from '../../src/llm/types.js';
+import { ProviderOutputError, ProviderRejectedError, ProviderUnavailableError, emptyUsage } from '../../src/llm/types.js';
 import { chatKind, chatUserData, startScriptedLlm, type ChatRequestBody, type ScriptedLlm } from '../support/scripted-llm.js';
 
 const MODEL = 'scripted-model';
@@ -394,10 +394,11 @@ describe('StructuredChat transport failures', () => {
 
   it('fails a request the server rejects (other 4xx) without marking it retryable', async () => {
     const error = await failure({ status: 400, body: { error: { message: 'response_format is not supported' } } });
-    expect(error).toBeInstanceOf(LlmRequestError);
+    expect(error).toBeInstanceOf(ProviderRejectedError);
+    expect((error as ProviderRejectedError).code).toBe('llm_request_rejected');
     expect(error).not.toBeInstanceOf(ProviderUnavailableError);
-    expect((error as LlmRequestError).status).toBe(400);
-    expect((error as LlmRequestError).retryable).toBe(false);
+    expect((error as ProviderRejectedError).status).toBe(400);
+    expect((error as ProviderRejectedError).retryable).toBe(false);
     expect(llm.chatRequests()).toHaveLength(1);
   });
 });
