@@ -20,6 +20,7 @@ import { problem } from './problem.js';
 import { RequestExpiredError, withTimeout } from '../shared/timeout.js';
 import { MAX_WAIT_SECONDS } from '../events/job-wait.js';
 import { IMPORT_PATH, registerPortabilityRoutes } from '../portability/routes.js';
+import { unsupportedMediaType } from './input.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -112,7 +113,7 @@ function toDomainError(error: unknown, services: Services, requestId: string | u
   if (error instanceof HTTPException) {
     if (error.status === 413) return new DomainError('payload_too_large', 'the body is too large');
     if (error.status === 400) return new DomainError('malformed_json', error.message || 'the request is malformed');
-    if (error.status === 415) return new DomainError('unsupported_media_type', 'the body must be application/json (UTF-8)');
+    if (error.status === 415) return unsupportedMediaType();
   }
   // The request's deadline (shared/timeout.ts): a write rolled back once the request was answered
   // 503, or a statement cancelled at its bound (statement_timeout, 57014); either way rolled back.

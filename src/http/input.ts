@@ -70,9 +70,7 @@ function findForbiddenKeys(value: unknown, path: PropertyKey[] = [], found: Fiel
  */
 export async function readStrictJson(c: Context): Promise<unknown> {
   const [mediaType = '', ...parameters] = (c.req.header('content-type') ?? '').split(';');
-  if (!JSON_MEDIA_TYPE.test(mediaType.trim().toLowerCase()) || !parameters.every(isUtf8Parameter)) {
-    throw new DomainError('unsupported_media_type', 'the body must be application/json (UTF-8)');
-  }
+  if (!JSON_MEDIA_TYPE.test(mediaType.trim().toLowerCase()) || !parameters.every(isUtf8Parameter)) throw unsupportedMediaType();
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   let text: string;
   try {
@@ -99,6 +97,11 @@ export async function readStrictJson(c: Context): Promise<unknown> {
   const forbidden = findForbiddenKeys(value);
   if (forbidden.length > 0) throw new DomainError('validation_failed', 'the body contains a field name that is not accepted', { errors: forbidden });
   return value;
+}
+
+/** The 415 of a body that is not UTF-8 JSON, whichever check finds it (this reader or Hono's route validator). */
+export function unsupportedMediaType(): DomainError {
+  return new DomainError('unsupported_media_type', 'the body must be application/json (UTF-8)');
 }
 
 /** application/json or application/<something>+json: the types Hono's JSON validator reads too. */
