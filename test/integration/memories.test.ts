@@ -62,6 +62,29 @@ describe('direct add, get, list, patch, history, delete', () => {
     expect(rowing.filter((m: { valid_to: string | null }) => m.valid_to === null)).toHaveLength(1);
   });
 
+  it('a request holding new facts and a repeat of a current one stores each once: the repeat supersedes, nothing doubles', async () => {
+    const t = await tokenFor({ tenant, user: 'mixer' });
+    const before = await app.call('POST', '/memories', { token: t, body: { memories: [{ content: 'Mixer keeps bees' }] } });
+    const res = await app.call('POST', '/memories', {
+      token: t,
+      body: { memories: [{ content: 'Mixer plays chess' }, { content: 'mixer keeps bees', importance: 7 }, { content: 'Mixer bakes bread' }] },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.memories.map((m: { content: string }) => m.content)).toEqual(['Mixer plays chess', 'mixer keeps bees', 'Mixer bakes bread']);
+    const all = await app.call('GET', '/memories?limit=100&include_superseded=true', { token: t });
+    expect(all.body.memories.map((m: { id: string }) => m.id).sort()).toEqual([before.body.memories[0].id, ...res.body.memories.map((m: { id: string }) => m.id)].sort());
+    expect(all.body.memories.filter((m: { valid_to: string | null }) => m.valid_to === null)).toHaveLength(3);
+    for (const stored of res.body.memories) {
+      const history = await app.call('GET', `/memories/${stored.id}/history`, { token: t });
+      expect(history.body.events.map((e: { event: string }) => e.event)).toEqual(['ADD']);
+    }
+    const old = await app.call('GET', `/memories/${before.body.memories[0].id}/history`, { token: t });
+    expect(old.body.events.map((e: { event: string; new_content: string }) => [e.event, e.new_content])).toEqual([
+      ['ADD', 'Mixer keeps bees'],
+      ['SUPERSEDE', 'mixer keeps bees'],
+    ]);
+  });
+
   it('within one request a later repeat supersedes an earlier one, and both answer in input order', async () => {
     const res = await app.call('POST', '/memories', { token, body: { memories: [{ content: 'Alice sings tenor' }, { content: 'alice sings tenor', importance: 9 }] } });
     expect(res.status).toBe(201);
